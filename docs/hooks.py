@@ -1,0 +1,109 @@
+"""MkDocs hooks for the specformer site.
+
+* ``on_config``: fills the *Claims* section of the navigation with the overview, one
+  section per topic and its claim pages;
+* ``on_files``: adds the pages :func:`specformer.site.generate` writes from the spec,
+  the properties and the report named by ``SPECFORMER_REPORT`` (default
+  ``reports/report.json`` in the repository; a missing file means no results yet);
+* ``on_post_build``: copies MathJax (the ``es5`` build shipped by the ``mathjax``
+  package of django-static-mathjax) into ``assets/mathjax/``, so the site loads
+  nothing from the network.
+
+:class:`PackageDirs` is a Griffe extension for mkdocstrings: the package maps
+``specformer.reference`` (and others) to top-level folders through setuptools'
+``package-dir``, which static analysis cannot follow on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import griffe
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
+
+from specformer.claims import load_claims
+from specformer.site import generate, nav
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_REPORT = ROOT / "reports" / "report.json"
+NAV_SECTION = "Claims"
+log = logging.getLogger("mkdocs.hooks.specformer")
+
+
+def report_path() -> Path | None:
+    """The report to render: ``$SPECFORMER_REPORT`` or the default; ``None`` if absent."""
+    value = os.environ.get("SPECFORMER_REPORT")
+    path = Path(value).expanduser() if value else DEFAULT_REPORT
+    if not path.is_file():
+        log.info("specformer: no report at %s; pages show no results", path)
+        return None
+    return path
+
+
+def mathjax_dir() -> Path:
+    """The installed MathJax 3 ``es5`` folder."""
+    return Path(str(resources.files("mathjax") / "static" / "mathjax" / "es5"))
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    """Replace the pages of the ``Claims`` nav section with the generated ones."""
+    for entry in config.nav or []:
+        if isinstance(entry, dict) and NAV_SECTION in entry:
+            entry[NAV_SECTION] = nav(load_claims())
+    return config
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    """Add the generated claim, topic and overview pages."""
+    for src_uri, content in generate(report_path()).items():
+        files.append(File.generated(config, src_uri, content=content))
+    return files
+
+
+def on_post_build(config: MkDocsConfig) -> None:
+    """Vendor MathJax into ``assets/mathjax/`` of the built site."""
+    shutil.copytree(mathjax_dir(), Path(config.site_dir) / "assets" / "mathjax", dirs_exist_ok=True)
+
+
+_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|data|attr|exc|obj|const):`~?\.?([^`]+)`")
+
+
+class PackageDirs(griffe.Extension):
+    """Load subpackages that ``[tool.setuptools.package-dir]`` maps to other folders.
+
+    Also turns reST roles (``:class:`X```) in docstrings into plain code spans.
+    """
+
+    def __init__(self, pyproject: str = str(ROOT / "pyproject.toml")) -> None:
+        self.root = Path(pyproject).parent
+        table = tomllib.loads(Path(pyproject).read_text(encoding="utf-8"))
+        self.dirs: dict[str, str] = table.get("tool", {}).get("setuptools", {}).get("package-dir", {})
+
+    def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
+        """Attach the mapped subpackages of ``pkg`` that the loader did not find."""
+        for name, folder in sorted(self.dirs.items()):
+            parent, _, child = name.rpartition(".")
+            init = self.root / folder / "__init__.py"
+            if parent != pkg.path or child in pkg.members or not init.is_file():
+                continue
+            # Griffe has no public call to load a package from an arbitrary folder.
+            module = loader._load_module(child, init, submodules=True, parent=pkg)
+            pkg.set_member(child, module)
+
+    def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
+        """Rewrite reST cross-reference roles as code spans."""
+        if obj.docstring is not None:
+            obj.docstring.value = _ROLE.sub(r"`\1`", obj.docstring.value)

@@ -1,0 +1,188 @@
+"""Properties of scaled dot-product attention (``spec/attention.md``).
+
+Each property states the mathematics and compares the implementation against the
+float64 formulas of :mod:`.expected`. Refutations (``expect="counterexample"``) state a
+claim exactly as the documents write it; Hypothesis must break it.
+
+Score functions, the Nadaraya-Watson example and cost counts are in
+:mod:`.attention_scores`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from hypothesis import assume, example, given
+from hypothesis import strategies as st
+
+from specformer.property import claim_property
+
+from . import strategies as sf
+from .expected import attention_formula
+
+
+def _within_rows(weights: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Boolean ``(B, t_q, t_k)``: entries of the weights that are not masked."""
+    return torch.ones_like(weights, dtype=torch.bool) if mask is None else mask.expand(weights.shape)
+
+
+@claim_property("attention.scaled-dot-product")
+@given(case=sf.attention_cases(masked=None))
+def output_matches_the_formula(ctx, case):
+    """``Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V``, with and without masks."""
+    result = ctx.attention(case.q, case.k, case.v, case.mask)
+    output, weights = attention_formula(case.q, case.k, case.v, case.mask)
+    ctx.assert_close(result.output, output, "attention output")
+    if result.weights is not None:
+        ctx.assert_close(result.weights, weights, "attention weights")
+
+
+@claim_property("attention.weights-sum-to-one")
+@given(case=sf.attention_cases(masked=None))
+def rows_of_the_weights_sum_to_one(ctx, case):
+    """Every row of ``A`` sums to 1 (every row keeps at least one key)."""
+    weights = ctx.weights(case.q, case.k, case.v, case.mask)
+    ctx.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1], dtype=torch.float64), "row sums of A",
+                     scale=weights.shape[-1])
+
+
+@claim_property("attention.weights-in-open-interval")
+@given(case=sf.attention_cases(masked=None, bound=20.0))
+def weights_lie_in_the_closed_unit_interval(ctx, case):
+    """Corrected: ``0 <= A_ij <= 1``, with exactly 0 at masked keys."""
+    weights = ctx.weights(case.q, case.k, case.v, case.mask)
+    assert weights.min() >= 0.0, f"a weight is negative: {weights.min().item():.3g}"
+    assert weights.max() <= 1.0 + ctx.tol.atol, f"a weight exceeds 1: {weights.max().item():.9g}"
+    if case.mask is not None:
+        masked = weights.masked_select(~case.mask.expand(weights.shape))
+        assert (masked == 0).all(), f"a masked key has weight {masked.abs().max().item():.3g}, expected exactly 0"
+
+
+#: A one-key row: its single weight is exactly 1, whatever the scores.
+ONE_KEY = sf.AttentionCase(torch.zeros(1, 1, 1), torch.zeros(1, 1, 1), torch.ones(1, 1, 1))
+#: Two tokens, one feature, identity projections: swapping them swaps the outputs.
+TWO_TOKENS = (torch.tensor([[[0.0], [1.0]]]), torch.ones(3, 1, 1), torch.tensor([1, 0]))
+
+
+@claim_property("attention.weights-in-open-interval", expect="counterexample")
+@example(case=ONE_KEY)
+@given(case=sf.attention_cases(masked=None, bound=20.0))
+def weights_lie_strictly_between_zero_and_one_as_written(ctx, case):
+    """As written: every ``A_ij`` is in the open interval (0, 1)."""
+    weights = ctx.weights(case.q, case.k, case.v, case.mask)
+    assert ((weights > 0) & (weights < 1)).all(), (
+        f"weights reach the boundary: min {weights.min().item():.3g}, max {weights.max().item():.9g}"
+    )
+
+
+@claim_property("attention.output-is-weights-times-values")
+@given(case=sf.attention_cases(masked=None))
+def output_is_the_weights_times_the_values(ctx, case):
+    """``O = A V`` with the implementation's own weights."""
+    result = ctx.attention(case.q, case.k, case.v, case.mask)
+    if result.weights is None:
+        ctx.weights(case.q, case.k, case.v, case.mask)  # marks the example not applicable
+    ctx.assert_close(result.output, result.weights @ case.v, "output vs A V", scale=case.k.shape[1])
+
+
+@claim_property("attention.convex-combination")
+@given(case=sf.attention_cases(masked=None), directions=sf.tensors((4, 6), 1.0))
+def output_rows_lie_in_the_convex_hull_of_the_values(ctx, case, directions):
+    """For every direction u: ``min_j u.v_j <= u.o_i <= max_j u.v_j`` over the allowed keys j."""
+    output = ctx.attention(case.q, case.k, case.v, case.mask).output  # (B, t_q, d_v)
+    u = directions[:, : case.v.shape[-1]]  # (4, d_v)
+    proj_out = output @ u.T  # (B, t_q, 4)
+    proj_v = (case.v @ u.T)[:, None, :, :]  # (B, 1, t_k, 4)
+    allowed = _within_rows(torch.ones(output.shape[0], output.shape[1], case.k.shape[1]), case.mask)[..., None]
+    hi = proj_v.masked_fill(~allowed, float("-inf")).amax(dim=2)  # (B, t_q, 4)
+    lo = proj_v.masked_fill(~allowed, float("inf")).amin(dim=2)
+    slack = ctx.tol.atol * 10 + ctx.tol.rtol * 10 * proj_v.abs().amax()
+    assert (proj_out <= hi + slack).all() and (proj_out >= lo - slack).all(), (
+        "an output row lies outside the convex hull of the allowed value rows"
+    )
+
+
+def _self_attention_inputs(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``Q, K, V = X W^Q, X W^K, X W^V`` with the three projections stacked in ``w`` (3, d, d)."""
+    return x @ w[0], x @ w[1], x @ w[2]
+
+
+@st.composite
+def self_attention_cases(draw, max_t=5, max_d=4):
+    """A sequence X (B, t, d), projections (3, d, d) and a permutation of the t positions."""
+    b, t, d = draw(st.integers(1, 2)), draw(st.integers(2, max_t)), draw(st.integers(1, max_d))
+    return draw(sf.tensors((b, t, d))), draw(sf.tensors((3, d, d), 1.0)), draw(sf.permutations_of(t))
+
+
+@claim_property("attention.permutation-equivariance")
+@given(case=self_attention_cases())
+def self_attention_is_permutation_equivariant(ctx, case):
+    """``SA(P X) = P SA(X)``: permuting the positions permutes the outputs the same way."""
+    x, w, perm = case
+    out = ctx.attention(*_self_attention_inputs(x, w)).output
+    out_perm = ctx.attention(*_self_attention_inputs(x[:, perm], w)).output
+    ctx.assert_close(out_perm, out[:, perm], "SA(PX) vs P SA(X)", scale=x.shape[1])
+
+
+@claim_property("attention.permutation-invariance")
+@given(case=self_attention_cases())
+def pooled_self_attention_is_permutation_invariant(ctx, case):
+    """Corrected: what is invariant is the multiset of output rows, e.g. their mean."""
+    x, w, perm = case
+    pooled = ctx.attention(*_self_attention_inputs(x, w)).output.mean(dim=1)
+    pooled_perm = ctx.attention(*_self_attention_inputs(x[:, perm], w)).output.mean(dim=1)
+    ctx.assert_close(pooled_perm, pooled, "mean over positions of SA(PX) vs SA(X)", scale=x.shape[1])
+
+
+@claim_property("attention.permutation-invariance", expect="counterexample")
+@example(case=TWO_TOKENS)
+@given(case=self_attention_cases())
+def self_attention_is_permutation_invariant_as_written(ctx, case):
+    """As written: shuffling the words gives the same results, ``SA(P X) = SA(X)``."""
+    x, w, perm = case
+    out = ctx.attention(*_self_attention_inputs(x, w)).output
+    out_perm = ctx.attention(*_self_attention_inputs(x[:, perm], w)).output
+    ctx.assert_close(out_perm, out, "SA(PX) vs SA(X)", scale=x.shape[1])
+
+
+@claim_property("attention.key-value-permutation-invariance")
+@given(case=sf.attention_cases(), data=st.data())
+def permuting_keys_and_values_together_changes_nothing(ctx, case, data):
+    """``Attention(Q, P K, P V) = Attention(Q, K, V)``."""
+    perm = data.draw(sf.permutations_of(case.k.shape[1]), label="perm")
+    out = ctx.attention(case.q, case.k, case.v).output
+    out_perm = ctx.attention(case.q, case.k[:, perm], case.v[:, perm]).output
+    ctx.assert_close(out_perm, out, "Attention(Q, PK, PV) vs Attention(Q, K, V)", scale=case.k.shape[1])
+
+
+@claim_property("attention.linear-in-values")
+@given(case=sf.attention_cases(masked=None), data=st.data(), a=sf.bounded_floats(), b=sf.bounded_floats())
+def attention_is_linear_in_the_values(ctx, case, data, a, b):
+    """``Attention(Q, K, a V_1 + b V_2) = a Attention(Q, K, V_1) + b Attention(Q, K, V_2)``."""
+    v2 = data.draw(sf.tensors(tuple(case.v.shape)), label="v2")
+    combined = ctx.attention(case.q, case.k, a * case.v + b * v2, case.mask).output
+    separate = (a * ctx.attention(case.q, case.k, case.v, case.mask).output
+                + b * ctx.attention(case.q, case.k, v2, case.mask).output)
+    ctx.assert_close(combined, separate, "Attention(aV1 + bV2) vs a Attention(V1) + b Attention(V2)",
+                     scale=4 * case.k.shape[1])
+
+
+@claim_property("attention.linear-map")
+@given(case=sf.attention_cases(masked=None), data=st.data())
+def weights_do_not_depend_on_the_values(ctx, case, data):
+    """Corrected: for fixed Q and K, ``A`` does not depend on V, so the map ``V -> A V`` is linear."""
+    v2 = data.draw(sf.tensors(tuple(case.v.shape)), label="v2")
+    ctx.assert_close(ctx.weights(case.q, case.k, v2, case.mask), ctx.weights(case.q, case.k, case.v, case.mask),
+                     "A computed with V_2 vs A computed with V_1")
+
+
+@claim_property("attention.linear-map", expect="counterexample")
+@example(case=TWO_TOKENS, c=2.0)
+@given(case=self_attention_cases(), c=sf.bounded_floats())
+def self_attention_is_linear_in_its_input_as_written(ctx, case, c):
+    """As written: self-attention is a linear map of its input, so ``SA(c X) = c SA(X)``."""
+    x, w, _ = case
+    scaled = ctx.attention(*_self_attention_inputs(c * x, w)).output
+    ctx.assert_close(scaled, c * ctx.attention(*_self_attention_inputs(x, w)).output, "SA(cX) vs c SA(X)",
+                     scale=x.shape[1])

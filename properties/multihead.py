@@ -1,0 +1,276 @@
+"""Properties of multi-head attention (``spec/multihead.md``).
+
+``MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O`` with
+``head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)``; head ``i`` owns columns
+``i d_k : (i+1) d_k`` of ``W^Q`` and ``W^K``, columns ``i d_v : (i+1) d_v`` of ``W^V``
+and rows ``i d_v : (i+1) d_v`` of ``W^O``. Expected values come from
+:func:`.expected.multihead_formula`, written head by head from the Concat formula, or
+from :func:`.expected.attention_formula`; invariances compare the implementation with
+itself. Refutations state a claim as the documents write it; Hypothesis must break it.
+
+Cost is measured with ``torch.utils.flop_counter.FlopCounterMode``, which counts only
+matrix products it can see; where an implementation's attention kernel is invisible to
+it (PyTorch's fused CPU kernels), the cost property is not applicable.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from hypothesis import example, given
+from hypothesis import strategies as st
+from torch.utils.flop_counter import FlopCounterMode
+
+from specformer.property import claim_property
+from specformer.protocol import NotApplicable
+from specformer.reference.masks import causal_mask
+from specformer.reference.multihead import MultiHeadParams
+
+from . import strategies as sf
+from .expected import attention_formula, multihead_formula
+
+MHA = ("multihead_attention",)
+
+#: The model table of ``004_47c0b0031f022460.txt``, slide "Vocabulary Size":
+#: ``(name, d_model, h, d_k, d_v)``.
+DOCUMENT_MODELS = (("base", 512, 8, 64, 64), ("big", 1024, 16, 64, 64))
+
+
+# -- helpers ---------------------------------------------------------------------------
+def _formula(query: torch.Tensor, source: torch.Tensor, p: MultiHeadParams,
+             mask: torch.Tensor | None = None) -> torch.Tensor:
+    """``Concat(head_1..head_h) W^O`` in float64, keys and values both from ``source``."""
+    return multihead_formula(query, source, p.w_q, p.w_k, p.w_v, p.w_o, p.h, mask)
+
+
+def _scale(query: torch.Tensor, source: torch.Tensor, p: MultiHeadParams) -> float:
+    """Tolerance widening for a multi-head output, which sums ``h d_v`` products ``Concat_j W^O_jl``.
+
+    Rounding grows with the size of the terms summed, not of the result: the scale is
+    ``d_model * max|S W^V| * max|W^O|`` (measured errors stay below 1.5 eps times this).
+    """
+    v = (source @ p.w_v).abs().amax().item()  # largest projected value = largest |Concat_j|
+    return p.w_o.shape[0] * max(1.0, v) * max(1.0, p.w_o.abs().amax().item())
+
+
+def _permute_heads(p: MultiHeadParams, perm: torch.Tensor) -> MultiHeadParams:
+    """The same heads in order ``perm``: column blocks of ``W^Q, W^K, W^V``, row blocks of ``W^O``."""
+    d, h = p.d_model, p.h
+    cols = lambda w, width: w.view(d, h, width)[:, perm].reshape(d, h * width)  # noqa: E731
+    return MultiHeadParams(cols(p.w_q, p.d_k), cols(p.w_k, p.d_k), cols(p.w_v, p.d_v),
+                           p.w_o.view(h, p.d_v, d)[perm].reshape(h * p.d_v, d), h)
+
+
+def _with_heads(p: MultiHeadParams, h: int) -> MultiHeadParams:
+    """The same weight matrices read as ``h`` heads."""
+    return MultiHeadParams(p.w_q, p.w_k, p.w_v, p.w_o, h)
+
+
+def _seeded(shape: tuple[int, ...], seed: int, scale: float = 1.0) -> torch.Tensor:
+    """A float64 tensor with entries uniform in ``[-scale, scale]`` from a fixed seed."""
+    g = torch.Generator().manual_seed(seed)
+    return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * scale
+
+
+# -- strategies ------------------------------------------------------------------------
+@st.composite
+def masked_cases(draw: st.DrawFn, max_batch: int = 2, max_t: int = 5):
+    """``(query, source, params, mask)``; the mask is none, per-batch ``(B, t_q, t_k)`` or causal ``(t, t)``."""
+    params = draw(sf.multihead_params())
+    kind = draw(st.sampled_from(["none", "batch", "causal"]))
+    b, t_q = draw(st.integers(1, max_batch)), draw(st.integers(1, max_t))
+    t_k = t_q if kind == "causal" else draw(st.integers(1, max_t))
+    query = draw(sf.tensors((b, t_q, params.d_model)))
+    source = draw(sf.tensors((b, t_k, params.d_model)))
+    mask = {"none": None, "batch": lambda: draw(sf.masks(b, t_q, t_k)), "causal": lambda: causal_mask(t_q)}[kind]
+    return query, source, params, (mask() if mask else None)
+
+
+@st.composite
+def cross_cases(draw: st.DrawFn, max_batch: int = 2, max_t: int = 5, min_h: int = 1):
+    """``(query, source, params)`` with ``t_q != t_k``."""
+    params = draw(sf.multihead_params(h=draw(st.integers(min_h, 4))))
+    b, t_q = draw(st.integers(1, max_batch)), draw(st.integers(1, max_t))
+    t_k = draw(st.integers(1, max_t).filter(lambda t: t != t_q))
+    return draw(sf.tensors((b, t_q, params.d_model))), draw(sf.tensors((b, t_k, params.d_model))), params
+
+
+@st.composite
+def free_value_width_params(draw: st.DrawFn) -> MultiHeadParams:
+    """Weights with ``d_k = d_model / h`` but a value width ``d_v != d_model / h``."""
+    h, width = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    d_v = draw(st.integers(1, 5).filter(lambda v: v != width))
+    return draw(sf.multihead_params(d_model=h * width, h=h, d_v=d_v))
+
+
+# -- multihead.concat-heads ------------------------------------------------------------
+@claim_property("multihead.concat-heads", needs=MHA)
+@given(case=masked_cases())
+def output_is_the_concatenation_of_the_heads_times_w_o(ctx, case):
+    """``MultiHead(Q, K, V) = Concat(head_1..head_h) W^O``, ``head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)``, masks shared by all heads."""
+    query, source, params, mask = case
+    out = ctx.multihead_attention(query, source, source, params, mask)
+    ctx.assert_close(out, _formula(query, source, params, mask), "MultiHead vs Concat(heads) W^O",
+                     scale=_scale(query, source, params))
+
+
+# -- multihead.single-head -------------------------------------------------------------
+@claim_property("multihead.single-head", needs=MHA)
+@given(case=sf.multihead_cases(h=1))
+def one_head_is_attention_of_the_projections_times_w_o(ctx, case):
+    """``h = 1``: ``MultiHead(X, S, S) = Attention(X W^Q, S W^K, S W^V) W^O``."""
+    p = case.params
+    out = ctx.multihead_attention(case.query, case.source, case.source, p)
+    head, _ = attention_formula(case.query @ p.w_q, case.source @ p.w_k, case.source @ p.w_v)
+    ctx.assert_close(out, head @ p.w_o, "one-head MultiHead vs Attention(XW^Q, SW^K, SW^V) W^O",
+                     scale=_scale(case.query, case.source, p))
+
+
+# -- multihead.head-permutation --------------------------------------------------------
+@claim_property("multihead.head-permutation", needs=MHA)
+@given(case=masked_cases(), data=st.data())
+def permuting_the_heads_leaves_the_output_unchanged(ctx, case, data):
+    """For a permutation ``pi`` of the heads: ``Concat(head_pi(1)..head_pi(h)) W^O_pi = Concat(head_1..head_h) W^O``."""
+    query, source, params, mask = case
+    perm = data.draw(sf.permutations_of(params.h), label="perm")
+    out = ctx.multihead_attention(query, source, source, params, mask)
+    out_perm = ctx.multihead_attention(query, source, source, _permute_heads(params, perm), mask)
+    ctx.assert_close(out_perm, out, f"MultiHead with heads in order {perm.tolist()} vs in order",
+                     scale=_scale(query, source, params))
+
+
+# -- multihead.head-width --------------------------------------------------------------
+@claim_property("multihead.head-width", needs=())
+@given(model=st.sampled_from(DOCUMENT_MODELS))
+def the_documents_models_have_d_k_and_d_v_equal_to_d_model_over_h(ctx, model):
+    """In the documents' table (base 512/8/64, big 1024/16/64): ``d_k = d_v = d_model / h``, so ``h d_v = d_model``."""
+    name, d_model, h, d_k, d_v = model
+    assert d_model % h == 0, f"{name}: h={h} does not divide d_model={d_model}"
+    assert d_k == d_model // h and d_v == d_model // h, f"{name}: d_k={d_k}, d_v={d_v} but d_model/h={d_model // h}"
+    assert h * d_v == d_model, f"{name}: the concat width h d_v = {h * d_v} is not d_model = {d_model}"
+
+
+_BASE = DOCUMENT_MODELS[0]  # d_model = 512, h = 8, d_k = d_v = 64, weights ~ 1/sqrt(d_model) as at initialisation
+_BASE_QUERY = _seeded((1, 3, _BASE[1]), 0)
+_BASE_PARAMS = MultiHeadParams(*(_seeded((_BASE[1], _BASE[1]), s, 1 / math.sqrt(_BASE[1])) for s in (1, 2, 3, 4)),
+                               _BASE[2])
+
+
+@claim_property("multihead.head-width", needs=MHA)
+@given(case=sf.multihead_cases())
+@example(case=sf.MultiHeadCase(_BASE_QUERY, _BASE_QUERY, _BASE_PARAMS))
+def with_d_k_equal_to_d_model_over_h_the_concat_has_width_d_model(ctx, case):
+    """``d_k = d_v = d_model / h``: with ``W^O = I_{d_model}`` the output ``(B, t_q, d_model)`` is ``Concat(head_1..head_h)``."""
+    p = case.params
+    identity = MultiHeadParams(p.w_q, p.w_k, p.w_v, torch.eye(p.d_model, dtype=torch.float64), p.h)
+    out = ctx.multihead_attention(case.query, case.source, case.source, identity)  # shape checked: (B, t_q, d_model)
+    concat = _formula(case.query, case.source, identity)
+    assert concat.shape[-1] == p.h * p.d_v == p.d_model, f"concat width {concat.shape[-1]} != d_model {p.d_model}"
+    ctx.assert_close(out, concat, "MultiHead with W^O = I vs Concat(head_1..head_h)",
+                     scale=_scale(case.query, case.source, identity))
+
+
+# -- multihead.concat-width ------------------------------------------------------------
+@claim_property("multihead.concat-width", needs=MHA)
+@given(params=free_value_width_params(), data=st.data())
+def with_any_d_v_the_output_matches_the_formula_and_w_o_has_h_d_v_rows(ctx, params, data):
+    """Corrected: Concat has width ``h d_v`` (``d_model`` only when ``d_v = d_model / h``); ``W^O`` is ``(h d_v, d_model)``."""
+    b, t_q, t_k = (data.draw(st.integers(1, n), label=label) for n, label in ((2, "B"), (4, "t_q"), (4, "t_k")))
+    query = data.draw(sf.tensors((b, t_q, params.d_model)), label="query")
+    source = data.draw(sf.tensors((b, t_k, params.d_model)), label="source")
+    assert tuple(params.w_o.shape) == (params.h * params.d_v, params.d_model)
+    out = ctx.multihead_attention(query, source, source, params)
+    ctx.assert_close(out, _formula(query, source, params), f"MultiHead with d_v={params.d_v} vs Concat(heads) W^O",
+                     scale=_scale(query, source, params))
+
+
+@claim_property("multihead.concat-width", needs=(), expect="counterexample")
+@given(h=st.integers(1, 4), head_width=st.integers(1, 4), d_v=st.integers(1, 5))
+@example(h=2, head_width=2, d_v=3)
+def the_concat_has_width_d_model_as_written(ctx, h, head_width, d_v):
+    """As written: ``Concat(head_1..head_h)`` has width ``d_model`` (and ``W^O`` is ``d_model x d_model``) for any ``d_v``."""
+    d_model = h * head_width
+    x = _seeded((1, 2, d_model), 0)
+    p = MultiHeadParams(_seeded((d_model, d_model), 1), _seeded((d_model, d_model), 2), _seeded((d_model, h * d_v), 3),
+                        _seeded((h * d_v, d_model), 4), h)
+    heads = [attention_formula(x @ p.w_q[:, i * head_width:(i + 1) * head_width],
+                               x @ p.w_k[:, i * head_width:(i + 1) * head_width],
+                               x @ p.w_v[:, i * d_v:(i + 1) * d_v])[0] for i in range(h)]
+    width = torch.cat(heads, dim=-1).shape[-1]
+    assert width == d_model, f"d_model={d_model}, h={h}, d_v={d_v}: Concat has width h d_v = {width}, not d_model"
+
+
+# -- multihead.cost-equal --------------------------------------------------------------
+def _flops(ctx, query: torch.Tensor, source: torch.Tensor, params: MultiHeadParams) -> int:
+    """FLOPs ``FlopCounterMode`` counts in one call of the implementation."""
+    with FlopCounterMode(display=False) as counter:
+        ctx.multihead_attention(query, source, source, params)
+    return counter.get_total_flops()
+
+
+@claim_property("multihead.cost-equal", needs=MHA)
+@given(case=cross_cases(min_h=2))
+def h_heads_of_width_d_over_h_cost_the_flops_of_one_head_of_width_d(ctx, case):
+    """Same ``d_model``, ``t_q``, ``t_k``: FLOPs(h heads of width ``d_model / h``) = FLOPs(1 head of width ``d_model``)."""
+    query, source, params = case
+    b, t_q, t_k, d = query.shape[0], query.shape[1], source.shape[1], params.d_model
+    projections = 2 * b * d * d * (2 * t_q + 2 * t_k)  # X W^Q, S W^K, S W^V, Concat W^O
+    many, one = _flops(ctx, query, source, params), _flops(ctx, query, source, _with_heads(params, 1))
+    if min(many, one) <= projections:  # the 4 b t_q t_k d FLOPs of Q K^T and A V are not seen
+        raise NotApplicable(
+            f"FlopCounterMode cannot see this implementation's kernels: it counts {many} FLOPs with h={params.h} "
+            f"and {one} with h=1, no more than the {projections} of the projections"
+        )
+    assert many == one, (
+        f"d_model={d}, t_q={t_q}, t_k={t_k}: {many} FLOPs with h={params.h} heads of width {params.d_k}, "
+        f"{one} FLOPs with one head of width {d}"
+    )
+
+
+@claim_property("multihead.cost-equal", needs=())
+@given(h=st.integers(1, 8), head_width=st.integers(1, 8))
+def the_projections_have_four_d_model_squared_parameters_for_every_h(ctx, h, head_width):
+    """``W^Q, W^K, W^V, W^O`` hold ``3 d_model (h d_model/h) + (h d_model/h) d_model = 4 d_model^2`` numbers, as does ``nn.MultiheadAttention(d_model, h, bias=False)``."""
+    d_model = h * head_width
+    shapes = [(d_model, h * head_width)] * 3 + [(h * head_width, d_model)]
+    assert sum(r * c for r, c in shapes) == 4 * d_model**2
+    module = torch.nn.MultiheadAttention(d_model, h, bias=False)
+    count = sum(w.numel() for w in module.parameters())
+    assert count == 4 * d_model**2, f"nn.MultiheadAttention({d_model}, {h}) has {count} parameters, not 4 d_model^2"
+
+
+# -- multihead.cross-attention ---------------------------------------------------------
+@claim_property("multihead.cross-attention", needs=MHA)
+@given(case=cross_cases())
+def cross_attention_output_has_t_q_rows_and_matches_the_formula(ctx, case):
+    """``t_q != t_k``: ``MultiHead(X, S, S)`` is ``(B, t_q, d_model)`` and equals ``Concat(head_i(X, S)) W^O``."""
+    query, source, params = case
+    out = ctx.multihead_attention(query, source, source, params)  # shape checked: (B, t_q, d_model)
+    ctx.assert_close(out, _formula(query, source, params), "cross-attention vs Concat(heads) W^O",
+                     scale=_scale(query, source, params))
+
+
+@claim_property("multihead.cross-attention", needs=MHA)
+@given(case=sf.multihead_cases(self_attention=True))
+def self_attention_is_cross_attention_with_the_query_as_source(ctx, case):
+    """``SelfMultiHead(X) = MultiHead(X, S, S)`` at ``S = X``: the formula with source ``X``, and a copy of ``X`` as source."""
+    x, p = case.query, case.params
+    out = ctx.multihead_attention(x, x, x, p)
+    ctx.assert_close(out, _formula(x, x, p), "self-attention vs Concat(heads) W^O with S = X", scale=_scale(x, x, p))
+    ctx.assert_close(ctx.multihead_attention(x, x.clone(), x.clone(), p), out,
+                     "cross-attention with a copy of X as source vs self-attention", scale=_scale(x, x, p))
+
+
+@claim_property("multihead.cross-attention", needs=MHA)
+@given(case=cross_cases(), data=st.data())
+def changing_query_row_i_changes_only_output_row_i(ctx, case, data):
+    """With the source fixed and no mask, output row ``i`` depends only on query row ``i``."""
+    query, source, params = case
+    i = data.draw(st.integers(0, query.shape[1] - 1), label="i")
+    changed = query.clone()
+    changed[:, i] = data.draw(sf.tensors((query.shape[0], params.d_model)), label="new row i")
+    out, out_changed = (ctx.multihead_attention(q, source, source, params) for q in (query, changed))
+    others = [j for j in range(query.shape[1]) if j != i]
+    ctx.assert_close(out_changed[:, others], out[:, others], f"output rows other than {i} after changing query row {i}",
+                     scale=_scale(query, source, params))

@@ -1,0 +1,204 @@
+"""The claim registry: reads ``spec/<topic>.md`` files and validates every claim.
+
+A claim lives in a fenced block whose info string is ``yaml claim``; the Markdown that
+follows it, up to the next level-2 heading, is the claim's prose. The block is checked
+against ``spec/claim.schema.json``; a malformed entry raises :class:`ClaimError` naming
+the file and the claim.
+
+This module does not run anything: which properties check a claim is recorded by
+:mod:`specformer.property`, and :func:`check_consistency` compares the two.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+import yaml
+
+#: The source documents, by file name, with the title each one gives itself.
+DOCUMENTS: dict[str, str] = {
+    "000_4860f8a30b907c6c.txt": "C-4: Transformer Architecture (course notes)",
+    "001_8e2f81fb347e455a.txt": "Natural Language Processing (web notes)",
+    "002_7a3e4e0c20e9295d.txt": "Day 4: Embeddings & Representation Learning",
+    "003_4f541e8daf7f7192.txt": "Input Processing",
+    "004_47c0b0031f022460.txt": "Attention & Transformers (slides)",
+}
+
+#: Verdicts for which the claim as written must be refuted by a counterexample.
+NEEDS_REFUTATION = frozenset({"false as stated", "imprecise"})
+#: Kinds that cannot be checked by a property here.
+UNCHECKABLE_KINDS = frozenset({"needs data", "not checkable"})
+
+_BLOCK = re.compile(r"^```yaml claim[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
+
+
+class ClaimError(ValueError):
+    """A spec file holds a malformed, duplicated or dangling claim."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a document makes a claim."""
+
+    document: str
+    section: str
+    says: str = ""
+
+    @property
+    def title(self) -> str:
+        """The document's own title."""
+        return DOCUMENTS.get(self.document, self.document)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checkable (or explicitly uncheckable) claim of the documents."""
+
+    id: str
+    title: str
+    sources: tuple[Source, ...]
+    kind: str
+    verdict: str
+    statement: str
+    topic: str
+    file: str
+    prose: str = ""
+    as_written: str = ""
+    corrected: str = ""
+    reason: str = ""
+    false_alarm: str = ""
+    contradiction: str = ""
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def checkable(self) -> bool:
+        """Whether a property is expected to check this claim."""
+        return self.verdict != "not checkable" and self.kind not in UNCHECKABLE_KINDS
+
+    @property
+    def needs_refutation(self) -> bool:
+        """Whether the claim as written must be refuted by a counterexample."""
+        return self.verdict in NEEDS_REFUTATION
+
+    def to_json(self) -> dict[str, Any]:
+        """The claim as a JSON-ready dict (without the prose)."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "topic": self.topic,
+            "sources": [
+                {"document": s.document, "section": s.section, **({"says": s.says} if s.says else {})}
+                for s in self.sources
+            ],
+            "kind": self.kind,
+            "verdict": self.verdict,
+            "statement": self.statement,
+            **{k: getattr(self, k) for k in ("as_written", "corrected", "reason", "false_alarm",
+                                              "contradiction", "note") if getattr(self, k)},
+        }
+
+
+def spec_dir() -> Path:
+    """The folder holding the installed spec files."""
+    return Path(str(resources.files("specformer.spec")))
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    """The JSON schema every claim block is validated against."""
+    return json.loads((spec_dir() / "claim.schema.json").read_text(encoding="utf-8"))
+
+
+def parse_spec_file(path: Path) -> list[Claim]:
+    """Read the claims of one spec file; raise :class:`ClaimError` on a malformed entry."""
+    text = path.read_text(encoding="utf-8")
+    topic = path.stem
+    matches = list(_BLOCK.finditer(text))
+    claims: list[Claim] = []
+    validator = jsonschema.Draft202012Validator(schema())
+    for n, match in enumerate(matches, start=1):
+        where = f"{path.name}: claim block #{n}"
+        try:
+            data = yaml.safe_load(match.group(1))
+        except yaml.YAMLError as exc:
+            raise ClaimError(f"{where}: not valid YAML: {exc}") from None
+        if not isinstance(data, dict):
+            raise ClaimError(f"{where}: expected a mapping of fields, got {type(data).__name__}")
+        if isinstance(data.get("id"), str):
+            where = f"{path.name}: claim {data['id']!r}"
+        errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        if errors:
+            details = "; ".join(
+                f"{'/'.join(map(str, e.absolute_path)) or '(claim)'}: {e.message}" for e in errors
+            )
+            raise ClaimError(f"{where}: {details}")
+        if not data["id"].startswith(topic + "."):
+            raise ClaimError(f"{where}: id must start with the file's topic {topic + '.'!r}")
+        for source in data["sources"]:
+            if source["document"] not in DOCUMENTS:
+                raise ClaimError(f"{where}: unknown source document {source['document']!r}")
+        end = matches[n].start() if n < len(matches) else len(text)
+        prose = text[match.end():end]
+        heading = re.search(r"^## ", prose, re.MULTILINE)
+        if heading:
+            prose = prose[: heading.start()]
+        claims.append(
+            Claim(
+                sources=tuple(Source(**s) for s in data.pop("sources")),
+                topic=topic,
+                file=path.name,
+                prose=prose.strip(),
+                **data,
+            )
+        )
+    return claims
+
+
+def load_claims(directory: Path | None = None) -> dict[str, Claim]:
+    """All claims of all spec files, by id; duplicate ids raise :class:`ClaimError`."""
+    directory = directory or spec_dir()
+    claims: dict[str, Claim] = {}
+    for path in sorted(directory.glob("*.md")):
+        for claim in parse_spec_file(path):
+            if claim.id in claims:
+                raise ClaimError(
+                    f"{path.name}: claim {claim.id!r} is already defined in {claims[claim.id].file}"
+                )
+            claims[claim.id] = claim
+    return claims
+
+
+def check_consistency(claims: dict[str, Claim], properties: Iterable[Any]) -> list[str]:
+    """Problems between claims and properties: dangling ids, unchecked or unrefuted claims.
+
+    ``properties`` are :class:`specformer.property.Property` objects. Returns a list of
+    messages, empty when the catalogue and the properties agree.
+    """
+    problems: list[str] = []
+    by_claim: dict[str, list[Any]] = {}
+    for prop in properties:
+        if prop.claim not in claims:
+            problems.append(f"property {prop.qualname} names unknown claim {prop.claim!r}")
+            continue
+        by_claim.setdefault(prop.claim, []).append(prop)
+    for claim in claims.values():
+        props = by_claim.get(claim.id, [])
+        if not claim.checkable:
+            if props:
+                problems.append(f"claim {claim.id!r} is marked not checkable but has properties")
+            continue
+        if not props:
+            problems.append(f"claim {claim.id!r} is checkable but no property checks it")
+        if claim.needs_refutation and not any(p.expect == "counterexample" for p in props):
+            problems.append(f"claim {claim.id!r} is {claim.verdict} but has no refutation property")
+        if claim.needs_refutation and not any(p.expect == "hold" for p in props):
+            problems.append(f"claim {claim.id!r} is {claim.verdict} but its correction is not checked")
+    return problems

@@ -1,0 +1,127 @@
+"""The ``specformer`` command: list claims, run the suite.
+
+``specformer claims [--json] [--topic T] [--check]``
+    the catalogue; ``--json`` prints id, sources, kind, verdict, statement and the
+    properties that check each claim; ``--check`` exits 1 when claims and properties
+    disagree (dangling ids, unchecked or unrefuted claims).
+
+``specformer run [--impl SPEC]... [--claims GLOB]... [--device cpu|cuda|all]
+[--profile quick|ci|thorough] [--report PATH] [-- PYTEST-ARGS]``
+    runs the properties through pytest (the same options work on ``pytest --pyargs
+    specformer.properties``), prints progress and a summary, writes the JSON report,
+    and exits 0 only when every applicable row ended as expected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Sequence
+
+from specformer.adapters import DEFAULT_IMPLEMENTATIONS
+from specformer.claims import ClaimError, check_consistency, load_claims
+from specformer.loading import ImplementationLoadError, load_implementation
+from specformer.profiles import PROFILES
+from specformer.property import load_properties
+
+DEFAULT_REPORT = os.path.join("reports", "report.json")
+
+
+def _claims(args: argparse.Namespace) -> int:
+    claims = load_claims()
+    props = load_properties()
+    if args.check:
+        problems = check_consistency(claims, props.values())
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        print(f"{len(claims)} claims, {len(props)} properties: "
+              f"{'consistent' if not problems else f'{len(problems)} problems'}")
+        return 1 if problems else 0
+    selected = [c for c in claims.values() if not args.topic or c.topic == args.topic]
+    if args.json:
+        out = []
+        for claim in selected:
+            checks = [{"property": p.qualname, "expect": p.expect, "needs": list(p.needs)}
+                      for p in props.values() if p.claim == claim.id]
+            out.append({**claim.to_json(), "properties": checks})
+        json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
+        print()
+        return 0
+    width = max((len(c.id) for c in selected), default=10)
+    for claim in selected:
+        n = sum(p.claim == claim.id for p in props.values())
+        print(f"{claim.id:{width}s}  {claim.verdict:15s}  {claim.kind:16s}  {n} prop  {claim.title}")
+    print(f"\n{len(selected)} claims")
+    return 0
+
+
+def _run(args: argparse.Namespace, extra: list[str]) -> int:
+    import pytest
+
+    import specformer.properties
+
+    impls = args.impl or list(DEFAULT_IMPLEMENTATIONS)
+    try:
+        for spec in impls:
+            load_implementation(spec)
+    except ImplementationLoadError as exc:
+        print(f"specformer: error: {exc}", file=sys.stderr)
+        return 2
+    pytest_args = [os.path.dirname(specformer.properties.__file__),
+                   "-c", os.devnull, "--rootdir", os.getcwd(), "-p", "no:cacheprovider",
+                   "-v" if args.verbose else "-q", "--no-header",
+                   "--device", args.device, "--profile", args.profile, "--report", args.report,
+                   "--row-timeout", str(args.row_timeout)]
+    for flag, values in (("--impl", impls), ("--claims", args.claims), ("--property", args.property),
+                         ("--dtype", args.dtype)):
+        for value in values or []:
+            pytest_args += [flag, value]
+    return int(pytest.main(pytest_args + extra))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line parser."""
+    parser = argparse.ArgumentParser(prog="specformer", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    claims = sub.add_parser("claims", help="list the claims of the specification")
+    claims.add_argument("--json", action="store_true", help="print the claims as JSON")
+    claims.add_argument("--topic", help="only this topic (attention, multihead, scaling, masking, ...)")
+    claims.add_argument("--check", action="store_true", help="check claims against properties; exit 1 on problems")
+
+    run = sub.add_parser("run", help="run the conformance suite")
+    run.add_argument("--impl", action="append", metavar="SPEC",
+                     help="reference | torch-sdpa | torch-mha | module:attr | path/file.py[:attr] (repeatable; "
+                          f"default: {', '.join(DEFAULT_IMPLEMENTATIONS)})")
+    run.add_argument("--claims", action="append", metavar="GLOB", help="claim ids to run, e.g. 'masking.*'")
+    run.add_argument("--property", action="append", metavar="NAME", help="only this property (topic.function)")
+    run.add_argument("--device", default="cpu", choices=["cpu", "cuda", "all"])
+    run.add_argument("--dtype", action="append", help="only these dtypes")
+    run.add_argument("--profile", default="ci", choices=sorted(PROFILES))
+    run.add_argument("--report", default=DEFAULT_REPORT, metavar="PATH", help=f"default: {DEFAULT_REPORT}")
+    run.add_argument("--row-timeout", type=float, default=120.0, metavar="SECONDS")
+    run.add_argument("-v", "--verbose", action="store_true", help="one line per row")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``specformer`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        extra = argv[argv.index("--") + 1:]
+        argv = argv[: argv.index("--")]
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "claims":
+            return _claims(args)
+        return _run(args, extra)
+    except ClaimError as exc:
+        print(f"specformer: invalid specification: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

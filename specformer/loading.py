@@ -1,0 +1,97 @@
+"""Turns an ``--impl`` argument into an implementation object.
+
+Accepted forms:
+
+* a shipped name: ``reference``, ``torch-sdpa``, ``torch-mha``;
+* ``package.module:attribute`` (an importable module);
+* ``path/to/file.py`` or ``path/to/file.py:attribute`` (a file, imported by path).
+
+The attribute defaults to ``implementation``. A class is instantiated with no
+arguments. The object needs a ``name`` (else the argument is used) and at least one
+operation of :data:`specformer.protocol.OPERATIONS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from specformer.adapters import BUILTIN
+from specformer.protocol import OPERATIONS, provided_operations
+
+DEFAULT_ATTRIBUTE = "implementation"
+
+
+class ImplementationLoadError(ValueError):
+    """An ``--impl`` argument does not name a usable implementation."""
+
+
+@dataclass(frozen=True)
+class LoadedImplementation:
+    """An implementation with the argument that named it."""
+
+    name: str
+    spec: str
+    obj: Any
+
+    @property
+    def operations(self) -> list[str]:
+        """The protocol operations it provides."""
+        return sorted(provided_operations(self.obj))
+
+
+def _split(spec: str) -> tuple[str, str]:
+    target, sep, attribute = spec.rpartition(":")
+    if not sep or (len(target) == 1 and target.isalpha()):  # no attribute, or a Windows drive letter
+        return spec, DEFAULT_ATTRIBUTE
+    return target, attribute or DEFAULT_ATTRIBUTE
+
+
+def _import_file(path: Path) -> Any:
+    if not path.is_file():
+        raise ImplementationLoadError(f"implementation file {str(path)!r} does not exist")
+    module_name = f"specformer_user_{path.stem}_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImplementationLoadError(f"cannot import {str(path)!r} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[module_name]
+        raise ImplementationLoadError(f"importing {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def load_implementation(spec: str) -> LoadedImplementation:
+    """Resolve ``spec`` to an implementation; raise :class:`ImplementationLoadError` with the reason."""
+    target, attribute = _split(BUILTIN.get(spec, spec))
+    if target.endswith(".py") or "/" in target or "\\" in target:
+        module = _import_file(Path(target))
+    else:
+        try:
+            module = importlib.import_module(target)
+        except Exception as exc:
+            raise ImplementationLoadError(
+                f"cannot import module {target!r} for --impl {spec!r}: {type(exc).__name__}: {exc}"
+            ) from exc
+    try:
+        obj = getattr(module, attribute)
+    except AttributeError:
+        raise ImplementationLoadError(
+            f"--impl {spec!r}: module {target!r} has no attribute {attribute!r} "
+            f"(name it as {target}:ATTRIBUTE)"
+        ) from None
+    if isinstance(obj, type):
+        obj = obj()
+    if not provided_operations(obj):
+        raise ImplementationLoadError(
+            f"--impl {spec!r}: {type(obj).__name__} provides none of the operations {sorted(OPERATIONS)}"
+        )
+    name = getattr(obj, "name", None) or spec
+    return LoadedImplementation(str(name), spec, obj)

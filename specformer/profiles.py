@@ -1,0 +1,43 @@
+"""Hypothesis profiles of the suite, chosen explicitly (never from the ``CI`` variable).
+
+* ``quick``: a handful of examples, for editing loops;
+* ``ci``: derandomized (the same examples on every run and machine, so a reproduction
+  command reproduces), no example database, no deadline, ``print_blob``;
+* ``thorough``: many random examples, for hunting.
+
+A property may lower ``max_examples`` for itself (statistical properties draw thousands
+of samples per example); it never raises it.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, Phase, settings
+
+_COMMON = dict(
+    deadline=None,
+    report_multiple_bugs=False,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
+                           HealthCheck.differing_executors],
+)
+
+PROFILES: dict[str, settings] = {
+    "quick": settings(max_examples=10, database=None, **_COMMON),
+    "ci": settings(max_examples=25, derandomize=True, database=None, print_blob=True, **_COMMON),
+    "thorough": settings(max_examples=400, database=None, **_COMMON),
+}
+
+
+def profile_settings(name: str, max_examples: int | None = None) -> settings:
+    """The settings of profile ``name``, with ``max_examples`` capped if given."""
+    try:
+        base = PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown profile {name!r}; choose one of {sorted(PROFILES)}") from None
+    if max_examples is not None and max_examples < base.max_examples:
+        return settings(base, max_examples=max_examples)
+    return base
+
+
+def explicit_only(s: settings) -> settings:
+    """``s`` running only the explicit ``@example`` cases (for very cheap checks)."""
+    return settings(s, phases=[Phase.explicit])

@@ -1,0 +1,117 @@
+"""Properties: Hypothesis tests tagged with the claim they check.
+
+A property is a function decorated with Hypothesis's ``@given`` and, outermost,
+:func:`claim_property`. Its first parameter is a :class:`specformer.context.Context`
+(the implementation, device, dtype and tolerances under test); Hypothesis supplies the
+rest. ``expect`` says what the property is for:
+
+* ``"hold"``: it states the (corrected) claim; every example must pass;
+* ``"counterexample"``: it states the claim *as written*; Hypothesis must find an
+  example that breaks it (a refutation). Finding none is a failure of the suite.
+
+``needs`` names the protocol operations the property calls (see
+:data:`specformer.protocol.OPERATIONS`); an empty ``needs`` marks a property about the
+mathematics or a library itself, run once against the pseudo-implementation ``math``.
+
+This module only records properties; :mod:`specformer.runner` runs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+Expect = Literal["hold", "counterexample"]
+
+#: Every registered property, by qualified name (``topic.function``).
+REGISTRY: dict[str, "Property"] = {}
+
+#: Modules of ``specformer.properties`` that hold shared code, not properties.
+SHARED_MODULES = frozenset({"strategies", "tolerances", "expected"})
+
+
+@dataclass(frozen=True)
+class Property:
+    """A registered property and what it checks."""
+
+    claim: str
+    function: Callable[..., Any]
+    expect: Expect
+    needs: tuple[str, ...]
+    dtypes: tuple[str, ...] | None
+    max_examples: int | None
+    module: str
+    name: str
+    doc: str = field(default="", compare=False)
+
+    @property
+    def qualname(self) -> str:
+        """``topic.function``, unique across the suite."""
+        return f"{self.module}.{self.name}"
+
+    @property
+    def source(self) -> str:
+        """The property's source code, decorators included."""
+        return inspect.getsource(self.function)
+
+
+def claim_property(
+    claim: str,
+    *,
+    needs: tuple[str, ...] | list[str] = ("attention",),
+    expect: Expect = "hold",
+    dtypes: tuple[str, ...] | None = None,
+    max_examples: int | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a Hypothesis test as a property of ``claim``.
+
+    ``dtypes`` restricts the dtypes the property runs in (default: all the device's);
+    ``max_examples`` caps the profile's example count for costly properties
+    (statistical ones draw thousands of samples per example).
+    """
+    if expect not in ("hold", "counterexample"):
+        raise ValueError(f"expect must be 'hold' or 'counterexample', got {expect!r}")
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if not hasattr(fn, "hypothesis"):
+            raise TypeError(f"{fn.__qualname__}: apply @given before @claim_property")
+        module = fn.__module__.rsplit(".", 1)[-1]
+        prop = Property(
+            claim=claim,
+            function=fn,
+            expect=expect,
+            needs=tuple(needs),
+            dtypes=tuple(dtypes) if dtypes else None,
+            max_examples=max_examples,
+            module=module,
+            name=fn.__name__,
+            doc=inspect.getdoc(fn) or "",
+        )
+        if prop.qualname in REGISTRY and REGISTRY[prop.qualname].function is not fn:
+            raise ValueError(f"property {prop.qualname} is defined twice")
+        REGISTRY[prop.qualname] = prop
+        fn.specformer_property = prop  # type: ignore[attr-defined]
+        return fn
+
+    return register
+
+
+def property_modules() -> list[str]:
+    """Names of the topic modules of ``specformer.properties``."""
+    import specformer.properties as package
+
+    return sorted(
+        info.name
+        for info in pkgutil.iter_modules(package.__path__)
+        if info.name not in SHARED_MODULES and not info.name.startswith("_")
+    )
+
+
+def load_properties() -> dict[str, Property]:
+    """Import every topic module and return the registry."""
+    for name in property_modules():
+        importlib.import_module(f"specformer.properties.{name}")
+    return dict(REGISTRY)

@@ -1,0 +1,180 @@
+"""Runs one property against one implementation on one device and dtype, and classifies.
+
+Outcomes (the report's vocabulary):
+
+=================  ==============================================================
+``pass``           a ``hold`` property passed every example
+``refuted``        a ``counterexample`` property found its counterexample (expected)
+``fail``           a ``hold`` property found a counterexample, or a
+                   ``counterexample`` property found none
+``error``          the implementation raised, hung or returned a malformed result
+``not-applicable`` the implementation lacks the operation, or no example was in
+                   its domain
+``skipped``        the device is not available here
+=================  ==============================================================
+
+Every failure mode of the implementation ends in one of these; nothing escapes but
+``KeyboardInterrupt``. A hang is cut by a per-row time limit (``SIGALRM``, main thread
+only; elsewhere there is no limit).
+"""
+
+from __future__ import annotations
+
+import shlex
+import signal
+import threading
+import time
+import traceback
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import Any, Iterator
+
+from hypothesis.errors import FailedHealthCheck, Unsatisfiable
+
+from specformer import devices
+from specformer.context import Context, ImplementationError
+from specformer.profiles import profile_settings
+from specformer.property import Property
+from specformer.protocol import NotApplicable, provided_operations
+
+OUTCOMES = ("pass", "refuted", "fail", "error", "not-applicable", "skipped")
+EXPECTED_OUTCOMES = frozenset({"pass", "refuted", "not-applicable", "skipped"})
+MATH = "math"  # the pseudo-implementation of properties that need no operation
+
+
+class RowTimeout(BaseException):
+    """A row ran past its time limit (a BaseException so Hypothesis does not shrink it)."""
+
+
+@dataclass
+class RowResult:
+    """One row of the report: a property against one implementation, device and dtype."""
+
+    claim: str
+    property: str
+    implementation: str
+    device: str
+    dtype: str
+    expect: str
+    outcome: str
+    examples: int = 0
+    duration_s: float = 0.0
+    message: str = ""
+    counterexample: str | None = None
+    reproduce: str = ""
+
+    @property
+    def as_expected(self) -> bool:
+        """Whether the outcome is one a conforming implementation may have."""
+        return self.outcome in EXPECTED_OUTCOMES
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as the report stores it."""
+        return {**asdict(self), "as_expected": self.as_expected}
+
+
+def reproduce_command(prop: Property, impl_spec: str, device: str, dtype: str, profile: str) -> str:
+    """A command that re-runs exactly this row."""
+    args = ["specformer", "run", "--impl", impl_spec, "--claims", prop.claim, "--property", prop.qualname,
+            "--device", device, "--dtype", dtype, "--profile", profile]
+    return shlex.join(args)
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`RowTimeout` after ``seconds`` (main thread with SIGALRM only)."""
+    usable = seconds and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise RowTimeout(f"timed out after {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _notes(exc: BaseException) -> str | None:
+    notes = [n for n in getattr(exc, "__notes__", []) if n.strip()]
+    return "\n".join(notes) if notes else None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if not isinstance(exc, (AssertionError, ImplementationError)) else text
+
+
+def run_property(
+    prop: Property,
+    impl: Any,
+    impl_name: str,
+    impl_spec: str,
+    device: str,
+    dtype: str,
+    profile: str = "ci",
+    timeout_s: float | None = 120.0,
+) -> RowResult:
+    """Run ``prop`` against ``impl`` and classify the outcome; never raises (but Ctrl-C)."""
+    row = RowResult(prop.claim, prop.qualname, impl_name, device, dtype, prop.expect, "pass",
+                    reproduce=reproduce_command(prop, impl_spec, device, dtype, profile))
+    if not devices.available(device):
+        row.outcome, row.message = "skipped", f"device {device!r} is not available on this machine"
+        return row
+    missing = [op for op in prop.needs if op not in provided_operations(impl)] if impl is not None else []
+    if missing:
+        row.outcome, row.message = "not-applicable", f"{impl_name} does not provide: {', '.join(missing)}"
+        return row
+
+    ctx = Context(impl, impl_name, device, dtype)
+    test = prop.function
+    inner = test.hypothesis.inner_test
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        ctx.examples += 1
+        return inner(*args, **kwargs)
+
+    saved_settings = test._hypothesis_internal_use_settings
+    test.hypothesis.inner_test = counted
+    test._hypothesis_internal_use_settings = profile_settings(profile, prop.max_examples)
+    start = time.perf_counter()
+    try:
+        with time_limit(timeout_s):
+            test(ctx)
+    except KeyboardInterrupt:
+        raise
+    except RowTimeout as exc:
+        row.outcome, row.message = "error", f"{impl_name}: {exc} (the implementation hangs or is too slow)"
+    except Unsatisfiable as exc:
+        if ctx.not_applicable:
+            row.outcome, row.message = "not-applicable", ctx.not_applicable[-1]
+        else:
+            row.outcome, row.message = "error", f"no valid example could be generated: {exc}"
+    except NotApplicable as exc:
+        row.outcome, row.message = "not-applicable", str(exc)
+    except AssertionError as exc:
+        row.outcome = "refuted" if prop.expect == "counterexample" else "fail"
+        row.message, row.counterexample = _first_line(exc), _notes(exc)
+    except ImplementationError as exc:
+        row.outcome, row.message, row.counterexample = "error", _first_line(exc), _notes(exc)
+    except FailedHealthCheck as exc:
+        row.outcome, row.message = "error", f"Hypothesis health check failed: {exc}"
+    except Exception as exc:  # a bug in the property or the harness: still one clear row
+        row.outcome = "error"
+        row.message = f"property raised {type(exc).__name__}: {exc}"
+        row.counterexample = _notes(exc) or "".join(traceback.format_exception(exc)[-3:])
+    else:
+        if prop.expect == "counterexample":
+            row.outcome = "fail"
+            row.message = f"no counterexample to the claim as written in {ctx.examples} examples"
+    finally:
+        test.hypothesis.inner_test = inner
+        test._hypothesis_internal_use_settings = saved_settings
+        row.duration_s = round(time.perf_counter() - start, 4)
+        row.examples = ctx.examples
+    return row

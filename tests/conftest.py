@@ -1,0 +1,31 @@
+"""Shared helpers for the harness's own tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from specformer.property import Property, load_properties
+from specformer.runner import RowResult, run_property
+
+
+@pytest.fixture(scope="session")
+def properties() -> dict[str, Property]:
+    """Every registered property, by qualified name."""
+    return load_properties()
+
+
+def run_row(qualname: str, impl: object, dtype: str = "float64", profile: str = "ci",
+            timeout_s: float | None = 60.0) -> RowResult:
+    """Run one property against ``impl`` on the CPU and return its report row."""
+    prop = load_properties()[qualname]
+    name = getattr(impl, "name", "math") if impl is not None else "math"
+    return run_property(prop, impl, name, name, "cpu", dtype, profile, timeout_s)
+
+
+def assert_caught(qualname: str, mutant: object, dtype: str = "float64") -> RowResult:
+    """Assert the property does not accept ``mutant``: the row must fail or error."""
+    row = run_row(qualname, mutant, dtype)
+    assert row.outcome in ("fail", "error"), (
+        f"{qualname} did not catch mutant {getattr(mutant, 'name', mutant)!r}: outcome {row.outcome}, {row.message}"
+    )
+    return row
