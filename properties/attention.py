@@ -186,3 +186,149 @@ def self_attention_is_linear_in_its_input_as_written(ctx, case, c):
     scaled = ctx.attention(*_self_attention_inputs(c * x, w)).output
     ctx.assert_close(scaled, c * ctx.attention(*_self_attention_inputs(x, w)).output, "SA(cX) vs c SA(X)",
                      scale=x.shape[1])
+
+
+@claim_property("attention.weights-shape")
+@given(case=sf.attention_cases(masked=None))
+def weights_are_t_q_by_t_k_and_output_t_q_by_d_v(ctx, case):
+    """Corrected: ``A`` is ``t_q x t_k`` and ``O = A V`` is ``t_q x d_v``, for cross-attention too."""
+    b, t_q, t_k, _, d_v = case.shape
+    result = ctx.attention(case.q, case.k, case.v, case.mask)  # the context checks both shapes
+    assert result.output.shape == (b, t_q, d_v), f"output shape {tuple(result.output.shape)}"
+    if result.weights is not None:
+        assert result.weights.shape == (b, t_q, t_k), f"weights shape {tuple(result.weights.shape)}"
+
+
+#: Two queries attending over three keys: the weights are 2 x 3.
+CROSS = sf.AttentionCase(torch.zeros(1, 2, 1), torch.zeros(1, 3, 1), torch.ones(1, 3, 1))
+
+
+@claim_property("attention.weights-shape", expect="counterexample")
+@example(case=CROSS)
+@given(case=sf.attention_cases())
+def weights_are_square_as_written(ctx, case):
+    """As written: ``A`` is a square ``t_V x t_V`` matrix."""
+    weights = ctx.weights(case.q, case.k, case.v)
+    assert weights.shape[-1] == weights.shape[-2], f"A is {weights.shape[-2]} x {weights.shape[-1]}"
+
+
+@claim_property("attention.not-symmetric", expect="counterexample")
+@example(case=(torch.tensor([[[0.0], [1.0]]]), torch.ones(3, 1, 1), torch.tensor([0, 1])))
+@given(case=self_attention_cases())
+def self_attention_weights_are_symmetric_as_written(ctx, case):
+    """The converse, to be refuted: self-attention weights are symmetric, ``A = A^T`` (even with ``W^Q = W^K``)."""
+    x, w, _ = case
+    w = torch.stack([w[0], w[0], w[2]])  # W^K = W^Q: symmetric scores, still not symmetric weights
+    weights = ctx.weights(*_self_attention_inputs(x, w))
+    ctx.assert_close(weights, weights.transpose(-2, -1), "A vs A^T")
+
+
+@st.composite
+def query_and_two_keys(draw, equal_norms: bool):
+    """A query and two keys ``(1, 1, d)``, ``(1, 2, d)``; with ``equal_norms`` the keys share a length."""
+    d = draw(st.integers(2, 5))
+    q = draw(sf.tensors((1, 1, d)))
+    k = draw(sf.tensors((1, 2, d)))
+    if equal_norms:
+        k = k / k.norm(dim=-1, keepdim=True).clamp_min(1e-3) * draw(st.floats(0.5, 2.0))
+    return q, k
+
+
+def _cosines(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.cosine_similarity(q.expand_as(k), k, dim=-1)[0]  # (2,)
+
+
+@claim_property("attention.similarity-ranking")
+@given(case=query_and_two_keys(equal_norms=True))
+def with_equal_key_norms_weights_rank_keys_by_cosine(ctx, case):
+    """Corrected: for keys of one length, the more aligned key (larger cosine) gets the larger weight."""
+    q, k = case
+    cos = _cosines(q, k)
+    assume(q.norm() > 0.1 and (cos[0] - cos[1]).abs() > 0.05)
+    weights = ctx.weights(q, k, torch.zeros(1, 2, 1))[0, 0]
+    assert (weights[0] > weights[1]) == (cos[0] > cos[1]), (
+        f"weights {weights.tolist()} do not rank the keys like their cosines {cos.tolist()}"
+    )
+
+
+@claim_property("attention.similarity-ranking", expect="counterexample")
+@example(case=(torch.tensor([[[1.0, 0.0]]]), torch.tensor([[[1.0, 0.0], [3.0, 3.0]]])))
+@given(case=query_and_two_keys(equal_norms=False))
+def more_aligned_keys_get_more_weight_as_written(ctx, case):
+    """As written: vectors pointing in more similar directions score higher, whatever their lengths."""
+    q, k = case
+    cos = _cosines(q, k)
+    assume((cos[0] - cos[1]).abs() > 0.05)
+    weights = ctx.weights(q, k, torch.zeros(1, 2, 1))[0, 0]
+    assert (weights[0] > weights[1]) == (cos[0] > cos[1]), (
+        f"key {int(cos.argmax())} is more aligned (cosines {cos.tolist()}) but gets less weight {weights.tolist()}"
+    )
+
+
+@claim_property("attention.fully-connected")
+@given(case=sf.attention_cases(bound=1.0), i=st.integers(0, 4), j=st.integers(0, 4), delta=st.floats(0.5, 2.0))
+def every_output_row_depends_on_every_value_row(ctx, case, i, j, delta):
+    """Unmasked, moderate scores: ``A_ij > 0`` and moving ``v_j`` by ``delta`` moves ``o_i`` by ``A_ij delta``."""
+    i, j = i % case.q.shape[1], j % case.k.shape[1]
+    result = ctx.attention(case.q, case.k, case.v)
+    weights = attention_formula(case.q, case.k, case.v)[1]
+    v2 = case.v.clone()
+    v2[:, j] += delta
+    moved = ctx.attention(case.q, case.k, v2).output[:, i] - result.output[:, i]  # (B, d_v)
+    assert (weights[:, i, j] > 0).all()
+    ctx.assert_close(moved, (weights[:, i, j, None] * delta).expand_as(moved), f"change of o_{i} when v_{j} moves",
+                     scale=4)
+    if result.weights is not None:
+        assert (result.weights > 0).all(), f"a weight is 0 although every score is within [-6, 6]"
+
+
+@claim_property("attention.row-independence")
+@given(case=sf.attention_cases(masked=None), data=st.data())
+def each_output_row_depends_only_on_its_own_query(ctx, case, data):
+    """``Attention(Q, K, V)_I = Attention(Q_I, K, V)`` for any subset I of query rows."""
+    t_q = case.q.shape[1]
+    rows = torch.tensor(sorted(data.draw(st.sets(st.integers(0, t_q - 1), min_size=1), label="rows")))
+    full = ctx.attention(case.q, case.k, case.v, case.mask).output
+    mask = None if case.mask is None else case.mask[:, rows]
+    part = ctx.attention(case.q[:, rows], case.k, case.v, mask).output
+    ctx.assert_close(part, full[:, rows], "Attention(Q_I, K, V) vs Attention(Q, K, V)_I")
+
+
+@claim_property("attention.length-flexible")
+@given(x=sf.tensors((1, 6, 3)), w=sf.tensors((3, 3, 3), 1.0), lengths=st.lists(st.integers(1, 6), min_size=2,
+       max_size=3, unique=True), other=sf.tensors((1, 6, 3)))
+def one_set_of_parameters_serves_every_length_and_weights_follow_content(ctx, x, w, lengths, other):
+    """The same ``W^Q, W^K, W^V`` apply to any length t; the weights change when the content changes."""
+    for t in lengths:
+        result = ctx.attention(*_self_attention_inputs(x[:, :t], w))
+        ctx.assert_close(result.output, attention_formula(*_self_attention_inputs(x[:, :t], w))[0],
+                         f"self-attention at length {t}")
+    t = max(lengths)
+    before = attention_formula(*_self_attention_inputs(x[:, :t], w))[1]
+    after = attention_formula(*_self_attention_inputs(other[:, :t], w))[1]
+    assume((before - after).abs().max() > 1e-3)  # content that moves the weights at all
+    a_before = ctx.weights(*_self_attention_inputs(x[:, :t], w))
+    a_after = ctx.weights(*_self_attention_inputs(other[:, :t], w))
+    assert (a_before - a_after).abs().max() > 1e-4, "the weights did not change with the content"
+
+
+SLIDE_A = torch.tensor([[0.6, 0.1, 0.3], [0.3, 0.5, 0.2], [0.2, 0.1, 0.7]], dtype=torch.float64)
+SLIDE_V = torch.tensor([[2.0, 1.0], [-0.5, 2.0], [-1.0, -0.5]], dtype=torch.float64)
+SLIDE_AV = torch.tensor([[0.85, 0.65], [0.15, 1.2], [-0.35, 0.05]], dtype=torch.float64)
+
+
+@claim_property("attention.slide-example")
+@example(shift=0.0)
+@given(shift=sf.bounded_floats())
+def the_slides_weights_give_the_slides_output(ctx, shift):
+    """The slide's ``A`` and ``V`` give ``A V = [[0.85, 0.65], [0.15, 1.2], [-0.35, 0.05]]``.
+
+    ``A`` is realised as scores ``log A + c`` (softmax ignores a constant ``c`` per row):
+    ``q_i = sqrt(3) (log A_i + c)`` against the identity keys ``K = I_3``.
+    """
+    q = (SLIDE_A.log() + shift)[None] * math.sqrt(3)  # (1, 3, 3): scores q K^T / sqrt(3) = log A + c
+    k = torch.eye(3, dtype=torch.float64)[None]  # (1, 3, 3)
+    result = ctx.attention(q, k, SLIDE_V[None])
+    ctx.assert_close(result.output[0], SLIDE_AV, "A V for the slide's example", scale=4)
+    if result.weights is not None:
+        ctx.assert_close(result.weights[0], SLIDE_A, "weights realised from log A", scale=4)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import Phase, settings
 
+from specformer.profiles import PROFILES
 from specformer.property import Property, load_properties
 from specformer.runner import RowResult, run_property
+
+#: Mutant hunting needs a counterexample, not the smallest one: skip shrinking.
+PROFILES.setdefault("mutants", settings(PROFILES["ci"], phases=[Phase.explicit, Phase.reuse, Phase.generate]))
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +29,7 @@ def run_row(qualname: str, impl: object, dtype: str = "float64", profile: str = 
 
 def assert_caught(qualname: str, mutant: object, dtype: str = "float64") -> RowResult:
     """Assert the property does not accept ``mutant``: the row must fail or error."""
-    row = run_row(qualname, mutant, dtype)
+    row = run_row(qualname, mutant, dtype, profile="mutants")
     assert row.outcome in ("fail", "error"), (
         f"{qualname} did not catch mutant {getattr(mutant, 'name', mutant)!r}: outcome {row.outcome}, {row.message}"
     )

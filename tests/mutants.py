@@ -173,3 +173,14 @@ MHA_SELF_ONLY = Mutant("mha-ignores-source", multihead_attention=multihead_with(
 MHA_FULL_WIDTH_HEADS = Mutant("mha-full-width-heads", multihead_attention=_full_width_heads)
 MHA_VALUES_AT_D_MODEL_OVER_H = Mutant("mha-values-split-at-d_model-over-h",
                                       multihead_attention=_values_split_at_d_model_over_h)
+
+
+def _causal_when_self(query, key, value, params, mask=None):
+    """Wrong: a call with ``key is query`` is taken for decoder self-attention and the future is masked."""
+    if key is query:  # PyTorch's module also branches on ``query is key`` (its packed in-projection)
+        causal = causal_mask(query.shape[1], device=query.device)
+        mask = causal if mask is None else mask & causal
+    return multihead_with()(query, key, value, params, mask)
+
+
+MHA_CAUSAL_WHEN_SELF = Mutant("mha-causal-when-key-is-query", multihead_attention=_causal_when_self)

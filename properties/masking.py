@@ -1,0 +1,393 @@
+"""Properties of attention masks (``spec/masking.md``).
+
+Masks follow the protocol's convention, True = may attend; the causal, padding and band
+masks come from :mod:`specformer.reference.masks`, which only builds boolean matrices
+(``tril``, ``arange < length``, ``|i - j| <= w``). Expected values come from the float64
+formulas of :mod:`.expected` or from invariance: perturbing what a mask hides must
+change nothing. Refutations (``expect="counterexample"``) state a claim exactly as the
+documents write it and carry a hand-picked counterexample.
+
+Properties with ``needs=()`` check the mathematics or PyTorch itself (the fill value of
+the documents' code, the mask conventions of PyTorch's two attention entry points).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from hypothesis import example, given
+from hypothesis import strategies as st
+from torch import nn
+
+from specformer.property import claim_property
+from specformer.reference.masks import causal_mask, local_mask, padding_mask
+
+from . import strategies as sf
+from .expected import attention_formula
+from .strategies import AttentionCase
+
+#: The documents' causal attention matrix for four tokens (web notes, 001): ones = allowed.
+DOCUMENTS_CAUSAL_MATRIX = ((1, 0, 0, 0), (1, 1, 0, 0), (1, 1, 1, 0), (1, 1, 1, 1))
+
+#: The course notes' (000) fill value for masked scores.
+LARGE_NEGATIVE = -1e9
+
+
+@dataclass(frozen=True)
+class SequenceCase:
+    """Position-aligned ``q (B,t,d_k)``, ``k (B,t,d_k)``, ``v (B,t,d_v)``, a position ``i``
+    and replacement inputs ``q2, k2, v2`` of the same shapes (what a perturbation writes)."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    i: int
+    q2: torch.Tensor
+    k2: torch.Tensor
+    v2: torch.Tensor
+
+    @property
+    def t(self) -> int:
+        """Sequence length."""
+        return self.q.shape[1]
+
+    def replaced(self, where: torch.Tensor, *, q: bool = True, k: bool = True,
+                 v: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``q, k, v`` with the positions ``where`` (bool ``(t,)`` or ``(B, t)``) taken from the replacements."""
+        sel = (where if where.dim() == 2 else where[None, :])[..., None]  # (1|B, t, 1)
+        pick = lambda x, x2, on: torch.where(sel, x2, x) if on else x  # noqa: E731
+        return pick(self.q, self.q2, q), pick(self.k, self.k2, k), pick(self.v, self.v2, v)
+
+
+@st.composite
+def sequence_cases(draw: st.DrawFn, *, min_t: int = 1, max_t: int = 5, max_d: int = 4,
+                   last_i: int = 0, bound: float = sf.BOUND) -> SequenceCase:
+    """A sequence of length ``min_t..max_t`` and a position ``i`` in ``[0, t - 1 - last_i]``."""
+    b, t = draw(st.integers(1, 2)), draw(st.integers(min_t, max_t))
+    d_k, d_v = draw(st.integers(1, max_d)), draw(st.integers(1, max_d))
+    i = draw(st.integers(0, t - 1 - last_i))
+    x = lambda d: draw(sf.tensors((b, t, d), bound))  # noqa: E731
+    return SequenceCase(x(d_k), x(d_k), x(d_v), i, x(d_k), x(d_k), x(d_v))
+
+
+def _positions(t: int) -> torch.Tensor:
+    return torch.arange(t)
+
+
+def _causal_formula(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The formula with ``M_ij = [j <= i]``."""
+    return attention_formula(q, k, v, causal_mask(q.shape[1], k.shape[1]))
+
+
+# -- the causal mask ---------------------------------------------------------------------
+
+
+@claim_property("masking.causal-no-future")
+@given(case=sequence_cases(min_t=2, last_i=1))
+def later_positions_do_not_change_earlier_outputs(ctx, case):
+    """``causal=True``: replacing ``q_j, k_j, v_j`` for every ``j > i`` leaves ``o_1..o_i`` unchanged."""
+    later = _positions(case.t) > case.i
+    out = ctx.attention(case.q, case.k, case.v, causal=True).output
+    out2 = ctx.attention(*case.replaced(later), causal=True).output
+    ctx.assert_close(out2[:, : case.i + 1], out[:, : case.i + 1], "outputs up to i after changing positions > i",
+                     scale=case.t)
+
+
+@claim_property("masking.causal-no-future")
+@given(case=sequence_cases(min_t=2, last_i=1))
+def later_positions_do_not_change_earlier_outputs_under_an_explicit_causal_mask(ctx, case):
+    """Mask ``M_ij = [j <= i]`` passed as a mask: positions ``j > i`` do not reach ``o_1..o_i``."""
+    mask = causal_mask(case.t)
+    later = _positions(case.t) > case.i
+    out = ctx.attention(case.q, case.k, case.v, mask).output
+    out2 = ctx.attention(*case.replaced(later), mask).output
+    ctx.assert_close(out2[:, : case.i + 1], out[:, : case.i + 1], "outputs up to i after changing positions > i",
+                     scale=case.t)
+
+
+@claim_property("masking.causal-prefix-consistency")
+@given(case=sequence_cases(min_t=1))
+def causal_attention_over_a_prefix_gives_the_same_rows(ctx, case):
+    """``Attention_causal(X)_{1:n} = Attention_causal(X_{1:n})`` for the prefix ``n = i + 1``."""
+    n = case.i + 1
+    full = ctx.attention(case.q, case.k, case.v, causal=True).output
+    prefix = ctx.attention(case.q[:, :n], case.k[:, :n], case.v[:, :n], causal=True).output
+    ctx.assert_close(full[:, :n], prefix, f"rows 1..{n} of the full causal output vs the output on the prefix",
+                     scale=case.t)
+
+
+@claim_property("masking.causal-strictly-past")
+@given(case=sequence_cases(min_t=1))
+def output_i_depends_on_position_i_itself_and_not_on_later_ones(ctx, case):
+    """``causal=True``: changing ``v_i`` (and all of positions ``> i``) changes ``o_i`` by ``A_ii (v'_i - v_i)``, ``A_ii > 0``."""
+    i = case.i
+    pos = _positions(case.t)
+    q2, k2, _ = case.replaced(pos > i, v=False)
+    _, _, v2 = case.replaced(pos >= i)
+    out = ctx.attention(case.q, case.k, case.v, causal=True).output
+    out2 = ctx.attention(q2, k2, v2, causal=True).output
+    weights = _causal_formula(case.q, case.k, case.v)[1]  # (B, t, t)
+    a_ii = weights[:, i, i]  # (B,)
+    assert (a_ii > 0).all(), "the formula gives A_ii = 0: inputs out of the property's range"
+    expected = a_ii[:, None] * (case.v2[:, i] - case.v[:, i])  # (B, d_v)
+    ctx.assert_close(out2[:, i] - out[:, i], expected, "change of o_i vs A_ii (v'_i - v_i)", scale=2 * case.t)
+
+
+@claim_property("masking.causal-strictly-past", expect="counterexample")
+@given(case=sequence_cases(min_t=1))
+@example(case=SequenceCase(
+    q=torch.zeros(1, 1, 1, dtype=torch.float64), k=torch.zeros(1, 1, 1, dtype=torch.float64),
+    v=torch.ones(1, 1, 1, dtype=torch.float64), i=0,
+    q2=torch.zeros(1, 1, 1, dtype=torch.float64), k2=torch.zeros(1, 1, 1, dtype=torch.float64),
+    v2=torch.full((1, 1, 1), 2.0, dtype=torch.float64),
+))
+def output_i_depends_only_on_earlier_positions_as_written(ctx, case):
+    """As written: ``o_i`` depends only on positions ``j < i``, so changing positions ``>= i`` leaves it unchanged."""
+    out = ctx.attention(case.q, case.k, case.v, causal=True).output
+    out2 = ctx.attention(*case.replaced(_positions(case.t) >= case.i), causal=True).output
+    ctx.assert_close(out2[:, case.i], out[:, case.i], "o_i after changing positions >= i", scale=case.t)
+
+
+@claim_property("masking.causal-matrix")
+@given(case=sequence_cases(min_t=1, bound=1.0))
+def causal_weights_are_lower_triangular_with_a_positive_diagonal(ctx, case):
+    """``causal=True``: ``A_ij = 0`` exactly for ``j > i``, ``A_ii > 0``, and ``A`` equals the formula with ``M_ij = [j <= i]``."""
+    weights = ctx.weights(case.q, case.k, case.v, causal=True)  # (B, t, t)
+    future = ~causal_mask(case.t)
+    above = weights.masked_select(future.expand(weights.shape))
+    assert (above == 0).all(), f"a weight above the diagonal is {above.abs().max().item():.3g}, expected exactly 0"
+    diagonal = weights.diagonal(dim1=-2, dim2=-1)
+    assert (diagonal > 0).all(), f"a diagonal weight is {diagonal.min().item():.3g}, expected > 0"
+    ctx.assert_close(weights, _causal_formula(case.q, case.k, case.v)[1], "causal weights vs the explicit mask")
+
+
+@claim_property("masking.causal-matrix", expect="counterexample")
+@given(case=sequence_cases(min_t=1, bound=1.0))
+@example(case=SequenceCase(
+    q=torch.zeros(1, 2, 1, dtype=torch.float64), k=torch.zeros(1, 2, 1, dtype=torch.float64),
+    v=torch.ones(1, 2, 1, dtype=torch.float64), i=0,
+    q2=torch.zeros(1, 2, 1, dtype=torch.float64), k2=torch.zeros(1, 2, 1, dtype=torch.float64),
+    v2=torch.ones(1, 2, 1, dtype=torch.float64),
+))
+def masking_the_upper_triangle_with_its_diagonal_leaves_every_row_a_distribution_as_written(ctx, case):
+    """As written: masking the upper triangle ``{j >= i}`` (``triu``, diagonal included) leaves rows summing to 1."""
+    upper = torch.ones(case.t, case.t, dtype=torch.bool).triu()  # diagonal included
+    weights = ctx.weights(case.q, case.k, case.v, ~upper)
+    sums = weights.sum(-1)  # (B, t)
+    ctx.assert_close(sums, torch.ones_like(sums), "row sums of A with the diagonal masked too", scale=case.t)
+
+
+# -- masked keys and fully masked rows ---------------------------------------------------
+
+
+@claim_property("masking.masked-weights-zero")
+@given(case=sf.attention_cases(masked=True, bound=10.0), data=st.data())
+def masked_keys_get_exactly_zero_weight(ctx, case, data):
+    """``M_ij = 0`` with an allowed key in row ``i`` gives ``A_ij = 0`` exactly; values of keys masked in every row do not matter."""
+    weights = ctx.weights(case.q, case.k, case.v, case.mask)
+    masked = weights.masked_select(~case.mask)
+    assert (masked == 0).all(), f"a masked key has weight {masked.abs().max().item():.3g}, expected exactly 0"
+    ctx.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1], dtype=torch.float64), "row sums of A",
+                     scale=weights.shape[-1])
+    unused = ~case.mask.any(dim=1, keepdim=True).transpose(1, 2)  # (B, t_k, 1): keys no query may use
+    garbage = data.draw(sf.tensors(tuple(case.v.shape), 1e3), label="garbage values")
+    out = ctx.attention(case.q, case.k, case.v, case.mask).output
+    out2 = ctx.attention(case.q, case.k, torch.where(unused, garbage, case.v), case.mask).output
+    ctx.assert_close(out2, out, "output after replacing the values of fully masked keys", scale=case.k.shape[1])
+
+
+@st.composite
+def cases_with_a_fully_masked_row(draw: st.DrawFn) -> AttentionCase:
+    """An attention case whose mask has at least one query row with every key masked."""
+    case = draw(sf.attention_cases(masked=True))
+    b, t_q = case.mask.shape[:2]
+    mask = case.mask.clone()
+    mask[draw(st.integers(0, b - 1)), draw(st.integers(0, t_q - 1))] = False
+    return AttentionCase(case.q, case.k, case.v, mask)
+
+
+@claim_property("masking.fully-masked-row")
+@given(case=cases_with_a_fully_masked_row())
+@example(case=AttentionCase(
+    q=torch.zeros(1, 2, 1, dtype=torch.float64), k=torch.zeros(1, 2, 1, dtype=torch.float64),
+    v=torch.tensor([[[1.0], [2.0]]], dtype=torch.float64), mask=torch.tensor([[[False, False], [True, False]]]),
+))
+def a_query_with_every_key_masked_gets_zeros_or_nan_and_other_rows_are_unaffected(ctx, case):
+    """Row ``i`` with ``M_ij = 0`` for all ``j``: ``o_i`` is all 0 or all NaN, never a mixture; other rows equal the formula."""
+    result = ctx.attention(case.q, case.k, case.v, case.mask)
+    empty = ~case.mask.any(dim=-1)  # (B, t_q)
+    for name, got in (("output", result.output), ("weights", result.weights)):
+        if got is None:
+            continue
+        rows = got[empty]  # (n_empty, ·)
+        zero, nan = (rows == 0).all(-1), torch.isnan(rows).all(-1)
+        assert (zero | nan).all(), (
+            f"a fully masked row's {name} is {rows[~(zero | nan)][0].tolist()}, expected all zeros or all NaN"
+        )
+    output, weights = attention_formula(case.q, case.k, case.v, case.mask)
+    ctx.assert_close(result.output[~empty], output[~empty], "output rows with an allowed key")
+    if result.weights is not None:
+        ctx.assert_close(result.weights[~empty], weights[~empty], "weight rows with an allowed key")
+
+
+@st.composite
+def masked_scores(draw: st.DrawFn, *, empty_rows: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scores ``(t_q, t_k)`` in ``[-1e3, 1e3]`` and a mask; rows keep a key unless ``empty_rows``."""
+    t_q, t_k = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    return draw(sf.tensors((t_q, t_k), 1e3)), draw(sf.masks(1, t_q, t_k, empty_rows=empty_rows))[0]
+
+
+def _fill_softmax(scores: torch.Tensor, mask: torch.Tensor, fill: float) -> torch.Tensor:
+    """The documents' code: ``softmax(scores.masked_fill(mask == 0, fill))``."""
+    return torch.softmax(scores.masked_fill(~mask, fill), dim=-1)
+
+
+def float16_refuses_the_fill() -> bool:
+    """Whether PyTorch raises when writing ``-1e9`` into a float16 tensor (max 65504)."""
+    try:
+        torch.zeros(1, dtype=torch.float16).masked_fill(torch.tensor([True]), LARGE_NEGATIVE)
+    except RuntimeError:
+        return True
+    return False
+
+
+@claim_property("masking.large-negative-fill", needs=(), dtypes=("float32", "float64"))
+@given(scores_and_mask=masked_scores(empty_rows=False))
+def minus_1e9_fill_equals_minus_infinity_on_rows_with_an_allowed_key(ctx, scores_and_mask):
+    """``|S_ij| <= 1e3`` and an allowed key per row: ``softmax`` with fill ``-1e9`` equals it with ``-inf``, bit for bit; float16 cannot store ``-1e9``."""
+    scores, mask = scores_and_mask
+    scores = scores.to(ctx.dtype)
+    large, inf = _fill_softmax(scores, mask, LARGE_NEGATIVE), _fill_softmax(scores, mask, float("-inf"))
+    assert torch.equal(large, inf), (
+        f"fill -1e9 and -inf differ by {(large - inf).abs().max().item():.3g} in {ctx.dtype_name}"
+    )
+    assert float16_refuses_the_fill(), "float16 accepted masked_fill(-1e9); expected an overflow error"
+
+
+@claim_property("masking.large-negative-fill", expect="counterexample", needs=(), dtypes=("float32", "float64"))
+@given(scores_and_mask=masked_scores(empty_rows=True))
+@example(scores_and_mask=(torch.tensor([[0.0, 0.0]], dtype=torch.float64), torch.tensor([[False, False]])))
+def minus_1e9_fill_equals_minus_infinity_as_written(ctx, scores_and_mask):
+    """As written: ``softmax`` with masked scores filled with ``-1e9`` equals it with ``-inf`` (NaN = NaN)."""
+    scores, mask = scores_and_mask
+    scores = scores.to(ctx.dtype)
+    large, inf = _fill_softmax(scores, mask, LARGE_NEGATIVE), _fill_softmax(scores, mask, float("-inf"))
+    assert torch.allclose(large, inf, rtol=0, atol=0, equal_nan=True), (
+        f"fill -1e9 gives {large.tolist()}, fill -inf gives {inf.tolist()}"
+    )
+
+
+# -- padding and local windows -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PaddedCase:
+    """A padded batch: ``SequenceCase`` inputs of length ``T`` and the real lengths ``(B,)``."""
+
+    seq: SequenceCase
+    lengths: torch.Tensor
+
+
+@st.composite
+def padded_cases(draw: st.DrawFn, max_t: int = 5) -> PaddedCase:
+    """Sequences padded to a common length ``T``, with real lengths in ``[1, T]``."""
+    seq = draw(sequence_cases(min_t=1, max_t=max_t))
+    b, t = seq.q.shape[:2]
+    lengths = torch.tensor(draw(st.lists(st.integers(1, t), min_size=b, max_size=b)))
+    return PaddedCase(seq, lengths)
+
+
+@claim_property("masking.padding")
+@given(case=padded_cases())
+def padded_keys_do_not_change_the_real_positions(ctx, case):
+    """Mask ``[j < L_b]``: rows ``< L_b`` equal attention on the unpadded ``X_{1:L_b}``, whatever the padding holds."""
+    seq, t = case.seq, case.seq.t
+    mask = padding_mask(case.lengths, t)  # (B, 1, t)
+    out = ctx.attention(seq.q, seq.k, seq.v, mask).output
+    padded = _positions(t)[None, :] >= case.lengths[:, None]  # (B, t)
+    out2 = ctx.attention(*seq.replaced(padded), mask).output
+    for b, length in enumerate(case.lengths.tolist()):
+        real = slice(b, b + 1), slice(0, length)
+        expected, _ = attention_formula(seq.q[real], seq.k[real], seq.v[real])
+        ctx.assert_close(out[real], expected, f"real rows of sequence {b} vs attention on its {length} real positions")
+        ctx.assert_close(out2[real], out[real], f"real rows of sequence {b} after changing its padding", scale=t)
+
+
+@st.composite
+def windowed_cases(draw: st.DrawFn, max_t: int = 6) -> tuple[SequenceCase, int]:
+    """A sequence of length ``>= 2`` and a window ``w <= t - 2`` (so some position lies outside)."""
+    seq = draw(sequence_cases(min_t=2, max_t=max_t))
+    return seq, draw(st.integers(0, seq.t - 2))
+
+
+@claim_property("masking.local-window")
+@given(case=windowed_cases())
+def positions_outside_the_window_do_not_change_the_output(ctx, case):
+    """Mask ``[|i - j| <= w]``: ``o_i`` ignores positions with ``|i - l| > w`` and equals the formula."""
+    seq, w = case
+    mask = local_mask(seq.t, w)
+    out = ctx.attention(seq.q, seq.k, seq.v, mask).output
+    ctx.assert_close(out, attention_formula(seq.q, seq.k, seq.v, mask)[0], "output with a band mask")
+    outside = (_positions(seq.t) - seq.i).abs() > w
+    out2 = ctx.attention(*seq.replaced(outside), mask).output
+    ctx.assert_close(out2[:, seq.i], out[:, seq.i], f"o_i after changing positions farther than {w} from i",
+                     scale=seq.t)
+
+
+# -- the convention: True = may attend ---------------------------------------------------
+
+
+def documents_code_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The documents' code: ``softmax((Q K^T / sqrt(d_k)).masked_fill(mask == 0, -inf)) V``."""
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    return torch.softmax(scores.masked_fill(mask == 0, float("-inf")), dim=-1) @ v
+
+
+def multihead_module_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                               attn_mask: torch.Tensor) -> torch.Tensor:
+    """``nn.MultiheadAttention`` with one head, identity projections, no bias, given ``attn_mask``."""
+    d = q.shape[-1]
+    mha = nn.MultiheadAttention(d, 1, bias=False, batch_first=True, dtype=q.dtype)
+    eye = torch.eye(d, dtype=q.dtype)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([eye, eye, eye]))
+        mha.out_proj.weight.copy_(eye)
+        return mha.eval()(q, k, v, attn_mask=attn_mask, need_weights=False)[0]
+
+
+@st.composite
+def two_sided_masks(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``q, k, v`` with ``d_k = d_v`` and a ``(t_q, t_k)`` mask whose every row has a True and a False."""
+    b, t_q, t_k, d = draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(2, 4)), draw(st.integers(1, 4))
+    mask = draw(sf.masks(1, t_q, t_k))[0]
+    off = torch.tensor(draw(st.lists(st.integers(0, t_k - 1), min_size=t_q, max_size=t_q)))
+    first_on = mask.to(torch.int64).argmax(-1)  # an allowed key of each row
+    off = torch.where(off == first_on, (off + 1) % t_k, off)  # a different key, to be masked
+    mask[torch.arange(t_q), off] = False
+    x = lambda t: draw(sf.tensors((b, t, d)))  # noqa: E731
+    return x(t_q), x(t_k), x(t_k), mask
+
+
+@claim_property("masking.mask-convention", needs=(), dtypes=("float64",))
+@given(case=two_sided_masks())
+def boolean_masks_mean_may_attend_in_sdpa_and_may_not_in_multihead_attention(ctx, case):
+    """The documents' ``masked_fill(mask == 0, -inf)`` equals ``sdpa(attn_mask=mask)`` and ``MultiheadAttention(attn_mask=~mask)``."""
+    q, k, v, mask = case
+    documents = documents_code_attention(q, k, v, mask)
+    ctx.assert_close(F.scaled_dot_product_attention(q, k, v, attn_mask=mask), documents,
+                     "scaled_dot_product_attention(attn_mask=mask) vs masked_fill(mask == 0, -inf)")
+    ctx.assert_close(multihead_module_attention(q, k, v, ~mask), documents,
+                     "MultiheadAttention(attn_mask=~mask) vs masked_fill(mask == 0, -inf)")
+    ctx.assert_close(multihead_module_attention(q, k, v, mask), documents_code_attention(q, k, v, ~mask),
+                     "MultiheadAttention(attn_mask=mask) vs masked_fill(mask == 1, -inf)")
+
+
+@claim_property("masking.mask-convention", needs=(), dtypes=("float64",))
+@given(q=sf.tensors((1, 4, 3)), k=sf.tensors((1, 4, 3)), v=sf.tensors((1, 4, 2)))
+def the_documents_causal_matrix_gives_causal_attention(ctx, q, k, v):
+    """The 0/1 matrix with ones on and below the diagonal, used as ``masked_fill(M == 0, -inf)``, equals ``is_causal=True``."""
+    matrix = torch.tensor(DOCUMENTS_CAUSAL_MATRIX)
+    ctx.assert_close(documents_code_attention(q, k, v, matrix), F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                     "the documents' causal matrix vs scaled_dot_product_attention(is_causal=True)")

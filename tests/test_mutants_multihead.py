@@ -1,0 +1,129 @@
+"""Every property of ``properties/multihead.py`` catches at least one wrong implementation.
+
+Math-level properties (``needs=()``) have no implementation to mutate: their tests feed
+the property a wrong table row or a wrong library and check that it objects.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import assert_caught, run_row
+from mutants import (
+    MHA_CAUSAL_WHEN_SELF,
+    MHA_FULL_WIDTH_HEADS,
+    MHA_MASK_FIRST_HEAD,
+    MHA_MASK_TILED,
+    MHA_MERGE_WITHOUT_TRANSPOSE,
+    MHA_NO_W_O,
+    MHA_SCALE_BY_D_MODEL,
+    MHA_SCALE_BY_D_V,
+    MHA_SELF_ONLY,
+    MHA_SOFTMAX_OVER_QUERIES,
+    MHA_STRIDED_HEADS,
+    MHA_STRIDED_SPLIT,
+    MHA_VALUES_AT_D_MODEL_OVER_H,
+    MHA_W_O_PER_HEAD,
+    MHA_W_O_TRANSPOSED,
+)
+from specformer.adapters.reference import implementation as reference
+from specformer.adapters.torch_mha import implementation as torch_mha
+from specformer.context import Context
+from specformer.properties import multihead
+
+CONCAT = "multihead.output_is_the_concatenation_of_the_heads_times_w_o"
+SINGLE = "multihead.one_head_is_attention_of_the_projections_times_w_o"
+PERMUTATION = "multihead.permuting_the_heads_leaves_the_output_unchanged"
+TABLE = "multihead.the_documents_models_have_d_k_and_d_v_equal_to_d_model_over_h"
+HEAD_WIDTH = "multihead.with_d_k_equal_to_d_model_over_h_the_concat_has_width_d_model"
+ANY_D_V = "multihead.with_any_d_v_the_output_matches_the_formula_and_w_o_has_h_d_v_rows"
+AS_WRITTEN = "multihead.the_concat_has_width_d_model_as_written"
+COST = "multihead.h_heads_of_width_d_over_h_cost_the_flops_of_one_head_of_width_d"
+PARAMETERS = "multihead.the_projections_have_four_d_model_squared_parameters_for_every_h"
+CROSS = "multihead.cross_attention_output_has_t_q_rows_and_matches_the_formula"
+SELF = "multihead.self_attention_is_cross_attention_with_the_query_as_source"
+ROWS = "multihead.changing_query_row_i_changes_only_output_row_i"
+
+CAUGHT = [
+    (CONCAT, MHA_STRIDED_HEADS),
+    (CONCAT, MHA_STRIDED_SPLIT),
+    (CONCAT, MHA_NO_W_O),
+    (CONCAT, MHA_W_O_TRANSPOSED),
+    (CONCAT, MHA_W_O_PER_HEAD),
+    (CONCAT, MHA_SCALE_BY_D_MODEL),
+    (CONCAT, MHA_MASK_TILED),
+    (CONCAT, MHA_MASK_FIRST_HEAD),
+    (SINGLE, MHA_NO_W_O),
+    (SINGLE, MHA_W_O_TRANSPOSED),
+    (PERMUTATION, MHA_STRIDED_HEADS),
+    (PERMUTATION, MHA_MASK_FIRST_HEAD),
+    (PERMUTATION, MHA_W_O_PER_HEAD),
+    (HEAD_WIDTH, MHA_MERGE_WITHOUT_TRANSPOSE),
+    (HEAD_WIDTH, MHA_STRIDED_SPLIT),
+    (ANY_D_V, MHA_VALUES_AT_D_MODEL_OVER_H),
+    (ANY_D_V, MHA_SCALE_BY_D_V),
+    (COST, MHA_FULL_WIDTH_HEADS),
+    (CROSS, MHA_SELF_ONLY),
+    (SELF, MHA_CAUSAL_WHEN_SELF),
+    (ROWS, MHA_SOFTMAX_OVER_QUERIES),
+]
+
+
+@pytest.mark.parametrize(("qualname", "mutant"), CAUGHT, ids=[f"{q.split('.')[1]}-{m.name}" for q, m in CAUGHT])
+def test_property_catches_mutant(qualname, mutant):
+    row = assert_caught(qualname, mutant)
+    assert row.message
+
+
+@pytest.mark.parametrize("qualname", [CONCAT, SINGLE, PERMUTATION, HEAD_WIDTH, ANY_D_V, COST, CROSS, SELF, ROWS])
+def test_reference_passes(qualname):
+    row = run_row(qualname, reference)
+    assert row.outcome == "pass", row.message
+
+
+def test_single_head_cannot_tell_sqrt_d_model_from_sqrt_d_k():
+    # With h = 1, d_k = d_model: the wrong scale is right there, and only CONCAT catches it.
+    assert run_row(SINGLE, MHA_SCALE_BY_D_MODEL).outcome == "pass"
+
+
+def test_full_width_heads_compute_the_right_output():
+    # The cost mutant is wrong in FLOPs only: the formula properties accept it.
+    assert run_row(CONCAT, MHA_FULL_WIDTH_HEADS).outcome == "pass"
+
+
+def test_torch_module_is_not_applicable_with_a_free_value_width():
+    row = run_row(ANY_D_V, torch_mha)
+    assert row.outcome == "not-applicable"
+    assert "d_k = d_v = d_model / h" in row.message
+
+
+def test_flop_counter_blindness_is_not_applicable():
+    row = run_row(COST, torch_mha)
+    assert row.outcome == "not-applicable"
+    assert "FlopCounterMode cannot see" in row.message
+
+
+def test_documents_table_passes_and_a_wrong_row_fails():
+    assert run_row(TABLE, None).outcome == "pass"
+    ctx = Context(None, "math", "cpu", "float64")
+    check = multihead.the_documents_models_have_d_k_and_d_v_equal_to_d_model_over_h.hypothesis.inner_test
+    with pytest.raises(AssertionError, match="d_model/h"):
+        check(ctx, ("wrong", 512, 8, 32, 64))
+
+
+def test_concat_width_as_written_is_refuted_but_holds_at_d_v_equal_d_model_over_h():
+    row = run_row(AS_WRITTEN, None)
+    assert row.outcome == "refuted", row.message
+    assert "h d_v = 6" in row.message
+    check = multihead.the_concat_has_width_d_model_as_written.hypothesis.inner_test
+    check(Context(None, "math", "cpu", "float64"), h=2, head_width=2, d_v=2)  # no AssertionError
+
+
+def test_parameter_count_objects_to_a_module_with_biases(monkeypatch):
+    assert run_row(PARAMETERS, None).outcome == "pass"
+    module = torch.nn.MultiheadAttention
+    monkeypatch.setattr(torch.nn, "MultiheadAttention", lambda d, h, bias=False: module(d, h, bias=True))
+    check = multihead.the_projections_have_four_d_model_squared_parameters_for_every_h.hypothesis.inner_test
+    with pytest.raises(AssertionError, match="not 4 d_model"):
+        check(Context(None, "math", "cpu", "float64"), h=2, head_width=2)
