@@ -144,10 +144,11 @@ def output_i_depends_on_position_i_itself_and_not_on_later_ones(ctx, case):
     v2=torch.full((1, 1, 1), 2.0, dtype=torch.float64),
 ))
 def output_i_depends_only_on_earlier_positions_as_written(ctx, case):
-    """As written: ``o_i`` depends only on positions ``j < i``, so changing positions ``>= i`` leaves it unchanged."""
+    """As written: ``o_i`` depends only on positions ``j < i``, so changing keys and values ``>= i`` leaves it unchanged."""
     out = ctx.attention(case.q, case.k, case.v, causal=True).output
-    out2 = ctx.attention(*case.replaced(_positions(case.t) >= case.i), causal=True).output
-    ctx.assert_close(out2[:, case.i], out[:, case.i], "o_i after changing positions >= i", scale=case.t)
+    out2 = ctx.attention(*case.replaced(_positions(case.t) >= case.i, q=False), causal=True).output
+    ctx.assert_close(out2[:, case.i], out[:, case.i], "o_i after changing keys and values at positions >= i",
+                     scale=case.t)
 
 
 @claim_property("masking.causal-matrix")
@@ -256,7 +257,7 @@ def float16_refuses_the_fill() -> bool:
 @claim_property("masking.large-negative-fill", needs=(), dtypes=("float32", "float64"))
 @given(scores_and_mask=masked_scores(empty_rows=False))
 def minus_1e9_fill_equals_minus_infinity_on_rows_with_an_allowed_key(ctx, scores_and_mask):
-    """``|S_ij| <= 1e3`` and an allowed key per row: ``softmax`` with fill ``-1e9`` equals it with ``-inf``, bit for bit; float16 cannot store ``-1e9``."""
+    """``|S_ij| <= 1e3``, a key per row: fill ``-1e9`` gives the softmax of fill ``-inf`` bit for bit; float16 cannot hold ``-1e9``."""
     scores, mask = scores_and_mask
     scores = scores.to(ctx.dtype)
     large, inf = _fill_softmax(scores, mask, LARGE_NEGATIVE), _fill_softmax(scores, mask, float("-inf"))

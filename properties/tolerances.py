@@ -27,8 +27,10 @@ class Tolerance(NamedTuple):
 TOLERANCES: dict[str, Tolerance] = {
     "float64": Tolerance(rtol=1e-7, atol=1e-9),
     "float32": Tolerance(rtol=1.3e-6 * 10, atol=1e-5),
-    "float16": Tolerance(rtol=1e-3 * 5, atol=1e-3 * 5),
-    "bfloat16": Tolerance(rtol=1.6e-2 * 4, atol=1e-2 * 4),
+    # Half precision: scores up to ~20 (bounded inputs) carry an absolute rounding error
+    # of ~20 * eps, which moves the weights by that much relatively.
+    "float16": Tolerance(rtol=1e-2, atol=1e-2),
+    "bfloat16": Tolerance(rtol=8e-2, atol=8e-2),
 }
 
 DTYPES: dict[str, torch.dtype] = {

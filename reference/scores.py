@@ -56,7 +56,8 @@ def gaussian_scores(q: torch.Tensor, k: torch.Tensor, sigma: float = 1.0) -> tor
     """``-|q_i - k_j|^2 / sigma^2``: the nearest key scores highest."""
     if sigma <= 0:
         raise ValueError(f"sigma must be positive, got {sigma}")
-    squared_distance = torch.cdist(q, k).square()  # (B, t_q, t_k)
+    difference = q[..., :, None, :] - k[..., None, :, :]  # (B, t_q, 1, d_k) - (B, 1, t_k, d_k) -> (B, t_q, t_k, d_k)
+    squared_distance = difference.square().sum(dim=-1)  # (B, t_q, t_k)
     return -squared_distance / sigma**2
 
 

@@ -23,10 +23,12 @@ from typing import Sequence
 from specformer.adapters import DEFAULT_IMPLEMENTATIONS
 from specformer.claims import ClaimError, check_consistency, load_claims
 from specformer.loading import ImplementationLoadError, load_implementation
-from specformer.profiles import PROFILES
 from specformer.property import load_properties
 
 DEFAULT_REPORT = os.path.join("reports", "report.json")
+#: The names of :data:`specformer.profiles.PROFILES`, without importing Hypothesis before
+#: pytest starts (pytest must import it first to rewrite its assertions).
+PROFILE_NAMES = ("quick", "ci", "thorough")
 
 
 def _claims(args: argparse.Namespace) -> int:
@@ -99,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--property", action="append", metavar="NAME", help="only this property (topic.function)")
     run.add_argument("--device", default="cpu", choices=["cpu", "cuda", "all"])
     run.add_argument("--dtype", action="append", help="only these dtypes")
-    run.add_argument("--profile", default="ci", choices=sorted(PROFILES))
+    run.add_argument("--profile", default="ci", choices=PROFILE_NAMES)
     run.add_argument("--report", default=DEFAULT_REPORT, metavar="PATH", help=f"default: {DEFAULT_REPORT}")
     run.add_argument("--row-timeout", type=float, default=120.0, metavar="SECONDS")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per row")
@@ -121,6 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ClaimError as exc:
         print(f"specformer: invalid specification: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into head and the like
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ This module does not decide outcomes; :mod:`specformer.runner` does.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 import torch
@@ -86,9 +87,16 @@ class Context:
         mask: torch.Tensor | None = None,
         *,
         causal: bool = False,
+        need_weights: bool = True,
     ) -> AttentionOutput:
-        """The implementation's attention, as float64 CPU tensors (weights may be None)."""
-        result = self.call("attention", self.cast(q), self.cast(k), self.cast(v), self.cast(mask), causal=causal)
+        """The implementation's attention, as float64 CPU tensors (weights may be None).
+
+        ``need_weights=False`` is passed on only to implementations that accept it.
+        """
+        options: dict[str, Any] = {"causal": causal}
+        if not need_weights and accepts(getattr(self.impl, "attention", None), "need_weights"):
+            options["need_weights"] = False
+        result = self.call("attention", self.cast(q), self.cast(k), self.cast(v), self.cast(mask), **options)
         if not isinstance(result, tuple) or len(result) != 2:
             raise ImplementationError(
                 f"attention returned {type(result).__name__}, expected (output, weights) or AttentionOutput"
@@ -132,6 +140,15 @@ class Context:
         The message names the largest error, where it is, and any NaN.
         """
         assert_close(actual, expected, what, Tolerance(self.tol.rtol * scale, self.tol.atol * scale))
+
+
+def accepts(fn: Callable[..., Any] | None, parameter: str) -> bool:
+    """Whether ``fn`` takes a keyword argument ``parameter`` (by name or through ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == parameter or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def assert_close(actual: torch.Tensor, expected: torch.Tensor, what: str, tol: Tolerance) -> None:

@@ -60,12 +60,15 @@ class AttentionImplementation(Protocol):
         mask: torch.Tensor | None = None,
         *,
         causal: bool = False,
+        need_weights: bool = True,
     ) -> AttentionOutput:
         """``softmax(q k^T / sqrt(d_k) + mask) v`` and its weights.
 
         ``causal=True`` asks the implementation to apply its own causal mask (query
         ``i`` attends to keys ``j <= i``) in addition to ``mask``. ``weights`` of the
-        result may be ``None`` when the implementation cannot expose them.
+        result may be ``None`` when the implementation cannot expose them, or when
+        ``need_weights=False`` (an optional parameter: the suite passes it only to
+        implementations that accept it, so that cost counts see the output alone).
         """
         ...
 

@@ -184,3 +184,57 @@ def _causal_when_self(query, key, value, params, mask=None):
 
 
 MHA_CAUSAL_WHEN_SELF = Mutant("mha-causal-when-key-is-query", multihead_attention=_causal_when_self)
+
+
+def _padding_masks_queries(q, k, v, mask=None, *, causal=False):
+    """A ``(B, 1, t_k)`` key-padding mask read as a query mask: query ``i`` is dropped iff ``i >= length``."""
+    if mask is not None and mask.dim() == 3 and mask.shape[-2] == 1:
+        lengths = mask.sum(-1)  # (B, 1): the number of real keys
+        queries = torch.arange(q.shape[-2], device=q.device)[None, :] < lengths  # (B, t_q)
+        mask = queries[..., None].expand(*queries.shape, k.shape[-2])  # (B, t_q, t_k), all keys allowed
+    return ReferenceImplementation().attention(q, k, v, mask, causal=causal)
+
+
+PADDING_MASKS_QUERIES = Mutant("padding-masks-queries", _padding_masks_queries)
+
+
+# -- score functions and cost (properties/attention_scores.py) ------------------------
+# Score mutants are the reference's score functions with one kind swapped; attention
+# mutants give the right output at the wrong cost.
+
+from specformer.reference.scores import SCORE_FUNCTIONS, additive_scores  # noqa: E402
+
+
+def score_with(**kinds: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """The reference's ``score(kind, q, k, **params)`` with the named kinds replaced."""
+
+    def score(kind, q, k, **params):
+        return (kinds.get(kind) or SCORE_FUNCTIONS[kind])(q, k, **params)
+
+    return score
+
+
+def _frobenius_cosine(q, k):
+    """The slides' cosine as written: ``Q K^T / (||Q||_F ||K||_F)``, one norm per matrix."""
+    return q @ k.transpose(-2, -1) / (q.norm(dim=(-2, -1), keepdim=True) * k.norm(dim=(-2, -1), keepdim=True))
+
+
+def _attention_through_identity(q, k, v, mask=None, *, causal=False):
+    """Right output, cubic cost: the weights go through an extra ``(t_k x t_k)`` identity product."""
+    weights = attention_with()(q, k, v, mask, causal=causal).weights
+    weights = weights @ torch.eye(k.shape[-2], dtype=weights.dtype, device=weights.device)  # 2 B t_q t_k^2 FLOPs
+    return AttentionOutput(weights @ v, weights)
+
+
+SCORE_GENERAL_W_TRANSPOSED = Mutant("score-general-w-transposed", score=score_with(
+    general=lambda q, k, w: q @ w.transpose(0, 1) @ k.transpose(-2, -1)))
+SCORE_ADDITIVE_HALVES_SWAPPED = Mutant("score-additive-halves-swapped", score=score_with(
+    additive=lambda q, k, w, v: additive_scores(k, q, w, v).transpose(-2, -1)))  # W [k_j || q_i]
+SCORE_GAUSSIAN_AS_WRITTEN = Mutant("score-gaussian-plus-sign", score=score_with(
+    gaussian=lambda q, k, sigma=1.0: torch.cdist(q, k).square() / sigma**2))
+SCORE_COSINE_FROBENIUS = Mutant("score-cosine-frobenius-norms", score=score_with(cosine=_frobenius_cosine))
+SCORE_SCALED_DOT_SIGMOID = Mutant("score-scaled-dot-squashed-into-(0,1)", score=score_with(
+    scaled_dot=lambda q, k: torch.sigmoid(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]))))
+ATTENTION_CUBIC = Mutant("attention-weights-times-identity", _attention_through_identity)
+ATTENTION_DUPLICATED_FEATURES = Mutant("attention-scores-on-duplicated-features", attention_with(
+    lambda q, k: torch.cat([q, q], -1) @ torch.cat([k, k], -1).transpose(-2, -1) / (2 * math.sqrt(q.shape[-1]))))

@@ -26,6 +26,7 @@ from mutants import (
     MHA_VALUES_AT_D_MODEL_OVER_H,
     MHA_W_O_PER_HEAD,
     MHA_W_O_TRANSPOSED,
+    SOFTMAX_WRONG_AXIS,
 )
 from specformer.adapters.reference import implementation as reference
 from specformer.adapters.torch_mha import implementation as torch_mha
@@ -42,6 +43,7 @@ AS_WRITTEN = "multihead.the_concat_has_width_d_model_as_written"
 COST = "multihead.h_heads_of_width_d_over_h_cost_the_flops_of_one_head_of_width_d"
 PARAMETERS = "multihead.the_projections_have_four_d_model_squared_parameters_for_every_h"
 CROSS = "multihead.cross_attention_output_has_t_q_rows_and_matches_the_formula"
+ONE_HEAD_CROSS = "multihead.one_head_cross_attention_has_a_row_per_target_position"
 SELF = "multihead.self_attention_is_cross_attention_with_the_query_as_source"
 ROWS = "multihead.changing_query_row_i_changes_only_output_row_i"
 
@@ -65,6 +67,7 @@ CAUGHT = [
     (ANY_D_V, MHA_SCALE_BY_D_V),
     (COST, MHA_FULL_WIDTH_HEADS),
     (CROSS, MHA_SELF_ONLY),
+    (ONE_HEAD_CROSS, SOFTMAX_WRONG_AXIS),
     (SELF, MHA_CAUSAL_WHEN_SELF),
     (ROWS, MHA_SOFTMAX_OVER_QUERIES),
 ]
@@ -76,7 +79,8 @@ def test_property_catches_mutant(qualname, mutant):
     assert row.message
 
 
-@pytest.mark.parametrize("qualname", [CONCAT, SINGLE, PERMUTATION, HEAD_WIDTH, ANY_D_V, COST, CROSS, SELF, ROWS])
+@pytest.mark.parametrize("qualname", [CONCAT, SINGLE, PERMUTATION, HEAD_WIDTH, ANY_D_V, COST, CROSS,
+                                      ONE_HEAD_CROSS, SELF, ROWS])
 def test_reference_passes(qualname):
     row = run_row(qualname, reference)
     assert row.outcome == "pass", row.message

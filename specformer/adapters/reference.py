@@ -20,8 +20,8 @@ class ReferenceImplementation:
     name = "reference"
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-                  *, causal: bool = False) -> AttentionOutput:
-        """:func:`specformer.reference.attention.scaled_dot_product_attention`."""
+                  *, causal: bool = False, need_weights: bool = True) -> AttentionOutput:
+        """:func:`specformer.reference.attention.scaled_dot_product_attention` (weights always)."""
         return scaled_dot_product_attention(q, k, v, mask, causal=causal)
 
     def multihead_attention(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,

@@ -74,7 +74,7 @@ class TorchMultiheadAttention:
         return output
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-                  *, causal: bool = False) -> AttentionOutput:
+                  *, causal: bool = False, need_weights: bool = True) -> AttentionOutput:
         """Single-head attention: one head, identity projections, weights from the module.
 
         The module has one width ``E`` for queries, keys and values. With
@@ -95,7 +95,8 @@ class TorchMultiheadAttention:
         b, t_q, t_k = q.shape[0], q.shape[1], k.shape[1]
         attn_mask = _attn_mask(mask, causal, b, 1, t_q, t_k, q.device)
         with torch.no_grad():
-            output, weights = mha(q, k, v, attn_mask=attn_mask, need_weights=True, average_attn_weights=True)
+            output, weights = mha(q, k, v, attn_mask=attn_mask, need_weights=need_weights,
+                                  average_attn_weights=True)
         return AttentionOutput(output[..., :d_v], weights)  # (B, t_q, E) -> (B, t_q, d_v)
 
 

@@ -7,7 +7,8 @@ with a lower-triangular one, since PyTorch refuses both at once.
 
 The function returns no weights. The adapter recovers them from the same kernel: with
 the identity as values, ``A I = A``, so a second call with ``v = I_{t_k}`` returns the
-weights exactly as the kernel computes them. Nothing else is converted or papered over:
+weights exactly as the kernel computes them (at a cost cubic in ``t_k``, so it is skipped
+when the caller passes ``need_weights=False``). Nothing else is converted or papered over:
 a fully masked row comes back as PyTorch computes it.
 """
 
@@ -33,9 +34,11 @@ class TorchSDPA:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-                  *, causal: bool = False) -> AttentionOutput:
+                  *, causal: bool = False, need_weights: bool = True) -> AttentionOutput:
         """Output from PyTorch's kernel; weights from the same kernel applied to identity values."""
         output = self._sdpa(q, k, v, mask, causal)
+        if not need_weights:
+            return AttentionOutput(output, None)
         t_k = k.shape[-2]
         eye = torch.eye(t_k, dtype=v.dtype, device=v.device).expand(*v.shape[:-2], t_k, t_k)  # (B, t_k, t_k)
         weights = self._sdpa(q, k, eye, mask, causal)  # (B, t_q, t_k) = A @ I

@@ -1,0 +1,77 @@
+"""Time ``specformer run --profile ci`` on the CPU, per family and in total.
+
+Usage: ``python benchmarks/suite_time.py [--repeat N] [--impl SPEC]... [--out FILE]``
+
+Runs the whole suite in a subprocess (as a user would) ``N`` times and records the wall
+time, plus the per-row durations from the report: the slowest rows and the time per
+topic and per implementation. Results go to ``benchmarks/results/suite_time.json``.
+This is a measurement, never an assertion.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+
+def run_once(impls: list[str], profile: str) -> tuple[float, dict]:
+    """One timed run of the suite; returns (wall seconds, report)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        cmd = [sys.executable, "-m", "specformer.cli", "run", "--profile", profile, "--report", str(report)]
+        for impl in impls:
+            cmd += ["--impl", impl]
+        start = time.perf_counter()
+        subprocess.run(cmd, cwd=tmp, stdout=subprocess.DEVNULL, check=False)
+        wall = time.perf_counter() - start
+        return wall, json.loads(report.read_text())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--impl", action="append")
+    parser.add_argument("--profile", default="ci")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "suite_time.json"))
+    args = parser.parse_args()
+    impls = args.impl or ["reference", "torch-sdpa", "torch-mha"]
+    walls, report = [], {}
+    for _ in range(args.repeat):
+        wall, report = run_once(impls, args.profile)
+        walls.append(wall)
+        print(f"run: {wall:.1f} s, {report['summary']['rows']} rows, ok={report['summary']['ok']}")
+    by_topic: dict[str, float] = defaultdict(float)
+    by_impl: dict[str, float] = defaultdict(float)
+    for row in report["rows"]:
+        by_topic[row["claim"].split(".")[0]] += row["duration_s"]
+        by_impl[row["implementation"]] += row["duration_s"]
+    slowest = sorted(report["rows"], key=lambda r: -r["duration_s"])[:10]
+    result = {
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                    "torch": report["environment"]["torch"]},
+        "profile": args.profile,
+        "implementations": impls,
+        "rows": report["summary"]["rows"],
+        "wall_s": {"runs": [round(w, 2) for w in walls], "median": round(statistics.median(walls), 2),
+                   "min": round(min(walls), 2)},
+        "row_seconds_by_topic": {k: round(v, 2) for k, v in sorted(by_topic.items())},
+        "row_seconds_by_implementation": {k: round(v, 2) for k, v in sorted(by_impl.items())},
+        "slowest_rows": [{k: r[k] for k in ("property", "implementation", "dtype", "duration_s", "examples")}
+                         for r in slowest],
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result["wall_s"]), "->", args.out)
+
+
+if __name__ == "__main__":
+    main()

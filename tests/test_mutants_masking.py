@@ -1,0 +1,118 @@
+"""Every property of ``properties/masking.py`` catches at least one wrong implementation.
+
+Refutations are "caught" by a mutant under which the claim as written is true: the
+property then finds no counterexample and the row fails. Properties about the
+mathematics or PyTorch itself (``needs=()``) are checked on the pseudo-implementation
+``math``, and against a mis-statement of the fact they check.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import assert_caught, run_row
+from mutants import (
+    CAUSAL_EXCLUDES_SELF,
+    CAUSAL_OFF_BY_ONE,
+    IGNORES_MASK,
+    LARGE_NEGATIVE_FILL,
+    NO_SCALE,
+    PADDING_MASKS_QUERIES,
+    SOFTMAX_WRONG_AXIS,
+    Mutant,
+    attention_with,
+)
+from specformer.properties import masking
+
+IGNORES_CAUSAL = Mutant("ignores-causal-flag", lambda q, k, v, mask=None, *, causal=False:
+                        attention_with()(q, k, v, mask))
+LEAKY_FILL = Mutant("mask-fill-minus-20", attention_with(fill=-20.0))
+
+CASES = [
+    ("masking.later_positions_do_not_change_earlier_outputs", CAUSAL_OFF_BY_ONE),
+    ("masking.later_positions_do_not_change_earlier_outputs", IGNORES_CAUSAL),
+    ("masking.later_positions_do_not_change_earlier_outputs_under_an_explicit_causal_mask", IGNORES_MASK),
+    ("masking.causal_attention_over_a_prefix_gives_the_same_rows", CAUSAL_OFF_BY_ONE),
+    ("masking.causal_attention_over_a_prefix_gives_the_same_rows", IGNORES_CAUSAL),
+    ("masking.output_i_depends_on_position_i_itself_and_not_on_later_ones", CAUSAL_EXCLUDES_SELF),
+    ("masking.output_i_depends_on_position_i_itself_and_not_on_later_ones", CAUSAL_OFF_BY_ONE),
+    # the claim as written ("only j < i") is true of an implementation that drops the diagonal
+    ("masking.output_i_depends_only_on_earlier_positions_as_written", CAUSAL_EXCLUDES_SELF),
+    ("masking.causal_weights_are_lower_triangular_with_a_positive_diagonal", CAUSAL_OFF_BY_ONE),
+    ("masking.causal_weights_are_lower_triangular_with_a_positive_diagonal", CAUSAL_EXCLUDES_SELF),
+    # with fill -1e9 the empty first row is uniform, so every row "is a distribution"
+    ("masking.masking_the_upper_triangle_with_its_diagonal_leaves_every_row_a_distribution_as_written",
+     LARGE_NEGATIVE_FILL),
+    ("masking.masked_keys_get_exactly_zero_weight", IGNORES_MASK),
+    ("masking.masked_keys_get_exactly_zero_weight", LEAKY_FILL),
+    ("masking.masked_keys_get_exactly_zero_weight", SOFTMAX_WRONG_AXIS),
+    ("masking.a_query_with_every_key_masked_gets_zeros_or_nan_and_other_rows_are_unaffected", LARGE_NEGATIVE_FILL),
+    ("masking.a_query_with_every_key_masked_gets_zeros_or_nan_and_other_rows_are_unaffected", NO_SCALE),
+    ("masking.padded_keys_do_not_change_the_real_positions", IGNORES_MASK),
+    ("masking.padded_keys_do_not_change_the_real_positions", PADDING_MASKS_QUERIES),
+    ("masking.padded_keys_do_not_change_the_real_positions", NO_SCALE),
+    ("masking.positions_outside_the_window_do_not_change_the_output", IGNORES_MASK),
+    ("masking.positions_outside_the_window_do_not_change_the_output", NO_SCALE),
+]
+
+MATH = [
+    ("masking.minus_1e9_fill_equals_minus_infinity_on_rows_with_an_allowed_key", "float32", "pass"),
+    ("masking.minus_1e9_fill_equals_minus_infinity_on_rows_with_an_allowed_key", "float64", "pass"),
+    ("masking.minus_1e9_fill_equals_minus_infinity_as_written", "float32", "refuted"),
+    ("masking.minus_1e9_fill_equals_minus_infinity_as_written", "float64", "refuted"),
+    ("masking.boolean_masks_mean_may_attend_in_sdpa_and_may_not_in_multihead_attention", "float64", "pass"),
+    ("masking.the_documents_causal_matrix_gives_causal_attention", "float64", "pass"),
+]
+
+
+@pytest.mark.parametrize(("qualname", "mutant"), CASES,
+                         ids=[f"{c[0].split('.', 1)[1]}-{c[1].name}" for c in CASES])
+def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
+    row = assert_caught(qualname, mutant)
+    assert row.message, "a caught mutant must come with a message"
+
+
+@pytest.mark.parametrize(("qualname", "dtype", "outcome"), MATH,
+                         ids=[f"{q.split('.', 1)[1]}-{d}" for q, d, _ in MATH])
+def test_math_property_has_its_expected_outcome(qualname: str, dtype: str, outcome: str, properties) -> None:
+    assert dtype in properties[qualname].dtypes
+    row = run_row(qualname, None, dtype)
+    assert row.outcome == outcome, f"{qualname} in {dtype}: {row.outcome}, {row.message}"
+
+
+def test_a_fill_inside_the_score_range_breaks_the_fill_equivalence(monkeypatch) -> None:
+    monkeypatch.setattr(masking, "LARGE_NEGATIVE", -100.0)  # scores reach 1e3: the fill no longer underflows
+    row = run_row("masking.minus_1e9_fill_equals_minus_infinity_on_rows_with_an_allowed_key", None)
+    assert row.outcome == "fail", row.message
+
+
+def test_a_true_minus_infinity_fill_leaves_nothing_to_refute(monkeypatch) -> None:
+    monkeypatch.setattr(masking, "LARGE_NEGATIVE", float("-inf"))
+    row = run_row("masking.minus_1e9_fill_equals_minus_infinity_as_written", None)
+    assert row.outcome == "fail", row.message
+
+
+def test_float16_cannot_store_the_fill() -> None:
+    assert masking.float16_refuses_the_fill()
+    assert torch.finfo(torch.float16).max < -masking.LARGE_NEGATIVE
+
+
+def test_reading_masks_as_true_means_blocked_breaks_the_convention(monkeypatch) -> None:
+    documents = masking.documents_code_attention
+    monkeypatch.setattr(masking, "documents_code_attention", lambda q, k, v, mask: documents(q, k, v, mask == 0))
+    row = run_row("masking.boolean_masks_mean_may_attend_in_sdpa_and_may_not_in_multihead_attention", None)
+    assert row.outcome == "fail", row.message
+
+
+def test_the_transposed_causal_matrix_is_not_causal(monkeypatch) -> None:
+    transposed = tuple(zip(*masking.DOCUMENTS_CAUSAL_MATRIX))
+    monkeypatch.setattr(masking, "DOCUMENTS_CAUSAL_MATRIX", transposed)
+    row = run_row("masking.the_documents_causal_matrix_gives_causal_attention", None)
+    assert row.outcome == "fail", row.message
+
+
+def test_every_masking_property_is_covered(properties) -> None:
+    covered = {qualname for qualname, _ in CASES} | {qualname for qualname, _, _ in MATH}
+    mine = {q for q, p in properties.items() if p.module == "masking"}
+    assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
