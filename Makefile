@@ -27,7 +27,7 @@ site: install
 	SPECFORMER_REPORT=$(REPORT) $(BIN)/mkdocs build --strict --site-dir site
 
 test: install
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto
 
 clean:
 	rm -rf $(VENV) site reports build *.egg-info

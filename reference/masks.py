@@ -53,9 +53,11 @@ def check_mask(mask: torch.Tensor, lead: tuple[int, ...], t_q: int, t_k: int) ->
             f"got shape {tuple(mask.shape)}"
         )
     try:
-        torch.broadcast_shapes(tuple(mask.shape), target)
+        fits = torch.broadcast_shapes(tuple(mask.shape), target) == torch.Size(target)
     except RuntimeError:
-        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to {target}") from None
+        fits = False
+    if not fits:
+        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to {target}")
 
 
 def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None, fill: float = float("-inf")) -> torch.Tensor:

@@ -122,6 +122,9 @@ def parse_spec_file(path: Path) -> list[Claim]:
     text = path.read_text(encoding="utf-8")
     topic = path.stem
     matches = list(_BLOCK.finditer(text))
+    opened = len(re.findall(r"^```yaml claim[ \t]*$", text, re.MULTILINE))
+    if opened != len(matches):
+        raise ClaimError(f"{path.name}: {opened - len(matches)} `yaml claim` block(s) never closed with ```")
     claims: list[Claim] = []
     validator = jsonschema.Draft202012Validator(schema())
     for n, match in enumerate(matches, start=1):

@@ -60,6 +60,9 @@ def _import_file(path: Path) -> Any:
         raise ImplementationLoadError(f"cannot import {str(path)!r} as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:  # as when running the file: its neighbours are importable
+        sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
     except Exception as exc:
@@ -88,7 +91,12 @@ def load_implementation(spec: str) -> LoadedImplementation:
             f"(name it as {target}:ATTRIBUTE)"
         ) from None
     if isinstance(obj, type):
-        obj = obj()
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise ImplementationLoadError(
+                f"--impl {spec!r}: instantiating {obj.__name__} failed: {type(exc).__name__}: {exc}"
+            ) from exc
     if not provided_operations(obj):
         raise ImplementationLoadError(
             f"--impl {spec!r}: {type(obj).__name__} provides none of the operations {sorted(OPERATIONS)}"

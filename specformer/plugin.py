@@ -85,6 +85,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("specformer_report") and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError("--report needs one process: the report is gathered in it; drop -n")
     config.stash[_STATE] = SuiteState(config)
     config.addinivalue_line("markers", "specformer: a property of the specformer suite")
 

@@ -15,6 +15,9 @@ from hypothesis import HealthCheck, Phase, settings
 
 _COMMON = dict(
     deadline=None,
+    # No Phase.explain: after shrinking it re-runs the test ~100 times to annotate lines,
+    # which costs more than the rest of a failing row and tells little about tensors.
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
     report_multiple_bugs=False,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
                            HealthCheck.differing_executors],
@@ -38,6 +41,3 @@ def profile_settings(name: str, max_examples: int | None = None) -> settings:
     return base
 
 
-def explicit_only(s: settings) -> settings:
-    """``s`` running only the explicit ``@example`` cases (for very cheap checks)."""
-    return settings(s, phases=[Phase.explicit])

@@ -75,8 +75,8 @@ class RowResult:
 
 def reproduce_command(prop: Property, impl_spec: str, device: str, dtype: str, profile: str) -> str:
     """A command that re-runs exactly this row."""
-    args = ["specformer", "run", "--impl", impl_spec, "--claims", prop.claim, "--property", prop.qualname,
-            "--device", device, "--dtype", dtype, "--profile", profile]
+    args = ["specformer", "run", *(["--impl", impl_spec] if impl_spec != MATH else []), "--claims", prop.claim,
+            "--property", prop.qualname, "--device", device, "--dtype", dtype, "--profile", profile]
     return shlex.join(args)
 
 
@@ -135,9 +135,16 @@ def run_property(
     test = prop.function
     inner = test.hypothesis.inner_test
 
+    first_failure: list[BaseException] = []  # what to report if the time limit cuts shrinking short
+
     def counted(*args: Any, **kwargs: Any) -> Any:
         ctx.examples += 1
-        return inner(*args, **kwargs)
+        try:
+            return inner(*args, **kwargs)
+        except (AssertionError, ImplementationError) as exc:
+            if not first_failure:
+                first_failure.append(exc)
+            raise
 
     saved_settings = test._hypothesis_internal_use_settings
     test.hypothesis.inner_test = counted
@@ -149,7 +156,13 @@ def run_property(
     except KeyboardInterrupt:
         raise
     except RowTimeout as exc:
-        row.outcome, row.message = "error", f"{impl_name}: {exc} (the implementation hangs or is too slow)"
+        if first_failure:  # a failure was found; only its shrinking ran out of time
+            found = first_failure[0]
+            row.outcome = ("error" if isinstance(found, ImplementationError)
+                           else "refuted" if prop.expect == "counterexample" else "fail")
+            row.message = f"{_first_line(found)} (not shrunk: {exc})"
+        else:
+            row.outcome, row.message = "error", f"{impl_name}: {exc} (the implementation hangs or is too slow)"
     except Unsatisfiable as exc:
         if ctx.not_applicable:
             row.outcome, row.message = "not-applicable", ctx.not_applicable[-1]

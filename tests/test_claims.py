@@ -202,6 +202,13 @@ def test_a_not_checkable_claim_needs_a_reason(tmp_path: Path) -> None:
     assert_claim_error(tmp_path, "topic.md", "'topic.some-claim'", "reason")
 
 
+def test_an_unclosed_claim_block_is_an_error(tmp_path: Path) -> None:
+    good = block(claim_fields())
+    unclosed = "```yaml claim\n" + yaml.safe_dump(claim_fields(id="topic.lost"), sort_keys=False)
+    write_spec(tmp_path, topic=[good, unclosed])
+    assert_claim_error(tmp_path, "topic.md")
+
+
 def test_the_error_names_the_offending_file_among_several(tmp_path: Path) -> None:
     write_spec(tmp_path, aaa=[block(claim_fields(id="aaa.fine"))],
                zzz=[block(claim_fields(id="zzz.broken", verdict="nope"))])

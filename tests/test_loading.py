@@ -164,7 +164,5 @@ def test_a_file_with_a_syntax_error_is_named(tmp_path: Path) -> None:
     assert_load_error(str(path), str(path), "SyntaxError")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: loading.py instantiates a class outside any try, so a constructor "
-                                       "error escapes as a raw TypeError instead of ImplementationLoadError")
 def test_a_class_whose_constructor_fails_is_a_load_error(user_file: Path) -> None:
     assert_load_error(f"{user_file}:NeedsArguments", "NeedsArguments", "width")

@@ -132,14 +132,8 @@ def test_a_non_boolean_mask_is_a_type_error_stating_the_convention() -> None:
         assert "boolean" in str(info.value) and "True = may attend" in str(info.value)
 
 
-MASK_BATCH_BUG = pytest.mark.xfail(
-    strict=True, reason="bug: reference/masks.py check_mask accepts a mask whose batch axis is larger than the "
-                        "inputs' (torch.broadcast_shapes is symmetric), and the output silently gains that batch")
-
-
 @pytest.mark.parametrize("shape", [(2, 3), (1, 2, 3), (1, 3, 4), (4,), (1, 1, 1, 2, 4),
-                                   pytest.param((3, 2, 4), marks=MASK_BATCH_BUG),
-                                   pytest.param((3, 1, 4), marks=MASK_BATCH_BUG)])
+                                   (3, 2, 4), (3, 1, 4)])
 def test_a_mask_of_the_wrong_shape_is_a_value_error(shape: tuple[int, ...]) -> None:
     q, k, v = random(1, 2, 3), random(1, 4, 3), random(1, 4, 2)
     with pytest.raises(ValueError, match=r"mask"):

@@ -217,15 +217,27 @@ def test_an_absent_device_is_skipped() -> None:
     assert "cuda" in row.message and row.examples == 0
 
 
-@pytest.mark.xfail(strict=True, reason="bug: context.py Context.call re-raises the implementation's own "
-                                       "AssertionError, so the runner classifies it as the property's verdict "
-                                       "(refuted/fail) instead of an error")
 def test_an_assertion_inside_the_implementation_is_an_error_not_a_refutation() -> None:
     refutation = next(p for p in load_properties().values()
                       if p.expect == "counterexample" and p.needs == ("attention",))
     row = run(Asserts(), prop=refutation)
     assert row.outcome == "error", f"{refutation.qualname}: {row.outcome}: {row.message}"
     assert "internal shape check" in row.message
+
+
+class Exits:
+    name = "exits"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        raise SystemExit(3)
+
+
+def test_an_implementation_that_exits_is_an_error_row() -> None:
+    try:
+        row = run(Exits())
+    except SystemExit:
+        pytest.fail("SystemExit escaped run_property")
+    assert row.outcome == "error" and "SystemExit" in row.message
 
 
 def test_the_runner_restores_the_property_and_the_alarm() -> None:
