@@ -405,7 +405,7 @@ def _attention_flops(ctx, b: int, t: int, d_k: int, d_v: int) -> int:
     if (b, t, d_k, d_v) not in counts:
         q, k, v = _seeded((b, t, d_k), 0), _seeded((b, t, d_k), 1), _seeded((b, t, d_v), 2)
         with FlopCounterMode(display=False) as counter:
-            ctx.attention(q, k, v)
+            ctx.attention(q, k, v, need_weights=False)  # the output's cost, not that of exposing A
         counts[b, t, d_k, d_v] = counter.get_total_flops()
     return counts[b, t, d_k, d_v]
 
@@ -420,8 +420,9 @@ def the_flops_of_attention_are_quadratic_in_the_sequence_length(ctx, b, t0, d_k,
     ``2 B t^2 (d_k + d_v)``; ``m`` counts evaluations of the two products (projections add
     terms linear in ``t``). An implementation with one shared width ``E = max(d_k, d_v)``
     (``torch.nn.MultiheadAttention``'s ``embed_dim``; zero-padded features are still
-    multiplied) may instead have ``a = m 2 B (2E)``. Weights recovered from a fused kernel
-    by a second call with identity values (``d_v = t_k``) add ``2 B t_q t_k^2``, a cubic term.
+    multiplied) may instead have ``a = m 2 B (2E)``. The weights are not asked for
+    (``need_weights=False``): recovering them from a fused kernel by a second call with
+    identity values (``d_v = t_k``) would add ``2 B t_q t_k^2``, a cubic term.
     """
     if ctx not in _INVISIBLE:
         counts = [_attention_flops(ctx, b, n * t0, d_k, d_v) for n in (1, 2, 3, 4)]

@@ -75,7 +75,7 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
                    "-c", os.devnull, "--rootdir", os.getcwd(), "-p", "no:cacheprovider",
                    "-v" if args.verbose else "-q", "--no-header",
                    "--device", args.device, "--profile", args.profile, "--report", args.report,
-                   "--row-timeout", str(args.row_timeout)]
+                   "--row-timeout", str(args.row_timeout), "--threads", str(args.threads)]
     for flag, values in (("--impl", impls), ("--claims", args.claims), ("--property", args.property),
                          ("--dtype", args.dtype)):
         for value in values or []:
@@ -104,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--profile", default="ci", choices=PROFILE_NAMES)
     run.add_argument("--report", default=DEFAULT_REPORT, metavar="PATH", help=f"default: {DEFAULT_REPORT}")
     run.add_argument("--row-timeout", type=float, default=120.0, metavar="SECONDS")
+    run.add_argument("--threads", type=int, default=1, metavar="N", help="torch threads (default: 1)")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per row")
     return parser
 

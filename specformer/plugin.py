@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+import torch
 
 import specformer.properties
 from specformer import devices
@@ -39,6 +40,18 @@ class SuiteState:
         self.collected = 0
         self.start = time.perf_counter()
         self._impls: list[LoadedImplementation] | None = None
+        self._threads: int | None = None
+
+    def limit_threads(self) -> None:
+        """Set torch's intra-op threads for the run, once (restored at the end of the session)."""
+        if self._threads is None:
+            self._threads = torch.get_num_threads()
+            torch.set_num_threads(self.option("specformer_threads"))
+
+    def restore_threads(self) -> None:
+        """Give torch back the thread count it had before the run."""
+        if self._threads is not None:
+            torch.set_num_threads(self._threads)
 
     def option(self, name: str) -> Any:
         """A command-line option of the plugin."""
@@ -80,6 +93,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Hypothesis profile (default: ci)")
     group.addoption("--report", dest="specformer_report", default=None, metavar="PATH",
                     help="write the JSON report to PATH")
+    group.addoption("--threads", dest="specformer_threads", type=int, default=1, metavar="N",
+                    help="torch intra-op threads while properties run; the suite's tensors are tiny, and "
+                         "thread start-up costs more than it saves (default: 1)")
     group.addoption("--row-timeout", dest="specformer_row_timeout", type=float, default=120.0, metavar="SECONDS",
                     help="time limit of one row; a hanging implementation is reported as an error (default: 120)")
 
@@ -144,6 +160,7 @@ class PropertyItem(pytest.Item):
 
     def runtest(self) -> None:
         state: SuiteState = self.config.stash[_STATE]
+        state.limit_threads()
         impl = self.impl
         row = run_property(self.prop, impl.obj if impl else None, impl.name if impl else MATH,
                            impl.spec if impl else MATH, self.device, self.dtype,
@@ -186,6 +203,7 @@ def _implementations_header(state: SuiteState) -> list[dict[str, Any]]:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state: SuiteState = session.config.stash[_STATE]
+    state.restore_threads()
     path = state.option("specformer_report")
     if path and state.collected:
         report = build_report(state.rows, _implementations_header(state), state.option("specformer_profile"),

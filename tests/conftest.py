@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import pytest
+import torch
 from hypothesis import Phase, settings
 
 from specformer.profiles import PROFILES
 from specformer.property import Property, load_properties
 from specformer.runner import RowResult, run_property
+
+# The harness's tests use tiny tensors: torch's thread pool only adds overhead.
+torch.set_num_threads(1)
 
 #: Mutant hunting needs a counterexample, not the smallest one: skip shrinking.
 PROFILES.setdefault("mutants", settings(PROFILES["ci"], phases=[Phase.explicit, Phase.reuse, Phase.generate]))

@@ -74,14 +74,16 @@ class TorchMultiheadAttention:
         return output
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-                  *, causal: bool = False, need_weights: bool = True) -> AttentionOutput:
+                  *, causal: bool = False) -> AttentionOutput:
         """Single-head attention: one head, identity projections, weights from the module.
 
         The module has one width ``E`` for queries, keys and values. With
         ``E = max(d_k, d_v)``, the adapter pads ``q``, ``k`` and ``v`` with zero features
         to ``E`` (which changes no dot product), multiplies ``q`` by ``sqrt(E / d_k)`` so
         that the module's ``1 / sqrt(E)`` scale equals ``1 / sqrt(d_k)``, and keeps the
-        first ``d_v`` output features.
+        first ``d_v`` output features. It always asks for the weights: with
+        ``need_weights=False`` the module takes a fused kernel that PyTorch's FLOP counter
+        cannot see, and cost properties would count the projections alone.
         """
         if q.dim() != 3:
             raise NotApplicable(f"torch.nn.MultiheadAttention takes (B, t, d) inputs, got {tuple(q.shape)}")
@@ -95,8 +97,7 @@ class TorchMultiheadAttention:
         b, t_q, t_k = q.shape[0], q.shape[1], k.shape[1]
         attn_mask = _attn_mask(mask, causal, b, 1, t_q, t_k, q.device)
         with torch.no_grad():
-            output, weights = mha(q, k, v, attn_mask=attn_mask, need_weights=need_weights,
-                                  average_attn_weights=True)
+            output, weights = mha(q, k, v, attn_mask=attn_mask, need_weights=True, average_attn_weights=True)
         return AttentionOutput(output[..., :d_v], weights)  # (B, t_q, E) -> (B, t_q, d_v)
 
 
