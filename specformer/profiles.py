@@ -3,7 +3,8 @@
 * ``quick``: a handful of examples, for editing loops;
 * ``ci``: derandomized (the same examples on every run and machine, so a reproduction
   command reproduces), no example database, no deadline, ``print_blob``;
-* ``thorough``: many random examples, for hunting.
+* ``thorough``: many random examples, for hunting; it skips the hand-picked ``@example``
+  cases, so every refutation must be found by Hypothesis's own search.
 
 A property may lower ``max_examples`` for itself (statistical properties draw thousands
 of samples per example); it never raises it.
@@ -26,7 +27,8 @@ _COMMON = dict(
 PROFILES: dict[str, settings] = {
     "quick": settings(max_examples=10, database=None, **_COMMON),
     "ci": settings(max_examples=25, derandomize=True, database=None, print_blob=True, **_COMMON),
-    "thorough": settings(max_examples=400, database=None, **_COMMON),
+    "thorough": settings(max_examples=400, database=None,
+                         **{**_COMMON, "phases": [Phase.reuse, Phase.generate, Phase.target, Phase.shrink]}),
 }
 
 
