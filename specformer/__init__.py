@@ -8,3 +8,22 @@ the command line.
 """
 
 __version__ = "0.1.0"
+
+
+def _map_source_tree() -> None:
+    """In a source checkout, let ``specformer.spec/reference/properties`` find their folders.
+
+    Installed, those folders live inside this package (``pyproject.toml`` maps them). Run
+    from a checkout (``python -m pytest``, ``python -m mkdocs`` at the repository root), the
+    checkout's ``specformer/`` folder is imported instead and its siblings must be found
+    beside it; adding the repository root to this package's search path does that.
+    """
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    if (root / "pyproject.toml").is_file() and (root / "reference" / "__init__.py").is_file():
+        if str(root) not in __path__:
+            __path__.append(str(root))
+
+
+_map_source_tree()

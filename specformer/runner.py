@@ -20,6 +20,7 @@ only; elsewhere there is no limit).
 
 from __future__ import annotations
 
+import functools
 import shlex
 import signal
 import threading
@@ -137,6 +138,7 @@ def run_property(
 
     first_failure: list[BaseException] = []  # what to report if the time limit cuts shrinking short
 
+    @functools.wraps(inner)  # counterexamples then name the property, not this wrapper
     def counted(*args: Any, **kwargs: Any) -> Any:
         ctx.examples += 1
         try:

@@ -148,3 +148,19 @@ def test_the_reproduce_command_of_a_math_row_names_loadable_implementations() ->
     args = build_parser().parse_args(shlex.split(reproduce_command(prop, MATH, "cpu", "float64", "ci"))[1:])
     for spec in args.impl or []:
         load_implementation(spec)
+
+
+def test_the_cli_offers_exactly_the_hypothesis_profiles() -> None:
+    from specformer.cli import PROFILE_NAMES
+    from specformer.profiles import PROFILES
+
+    assert set(PROFILE_NAMES) == set(PROFILES)
+
+
+def test_the_thorough_profile_searches_without_the_hand_picked_examples() -> None:
+    from hypothesis import Phase
+
+    from specformer.profiles import PROFILES
+
+    assert Phase.explicit not in PROFILES["thorough"].phases
+    assert Phase.explicit in PROFILES["ci"].phases and PROFILES["ci"].derandomize
