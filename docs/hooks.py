@@ -4,7 +4,9 @@
   section per topic and its claim pages;
 * ``on_files``: adds the pages :func:`specformer.site.generate` writes from the spec,
   the properties and the report named by ``SPECFORMER_REPORT`` (default
-  ``reports/report.json`` in the repository; a missing file means no results yet);
+  ``reports/report.json`` in the repository; a missing file means no results yet), and
+  the figures of :mod:`specformer.site_plots` as PNGs in ``assets/plots/`` (rendered in
+  memory on every build; without Matplotlib the pages have no plots);
 * ``on_post_build``: copies MathJax (the ``es5`` build shipped by the ``mathjax``
   package of django-static-mathjax) into ``assets/mathjax/``, so the site loads
   nothing from the network.
@@ -21,6 +23,8 @@ import os
 import re
 import shutil
 import sys
+import time
+from collections import defaultdict
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -30,7 +34,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 
 from specformer.claims import load_claims
-from specformer.site import generate, nav
+from specformer.site import PLOTS_DIR, generate, nav
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -66,9 +70,28 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     return config
 
 
+def plot_files(config: MkDocsConfig) -> tuple[list[File], dict[str, list[tuple[str, str]]]]:
+    """The figures of the known claims as generated files, and their captions by claim."""
+    try:
+        from specformer.site_plots import render
+    except ImportError as exc:  # Matplotlib comes with the ``docs`` extra
+        log.info("specformer: no plots (%s)", exc)
+        return [], {}
+    start = time.perf_counter()
+    rendered = render(only=load_claims().keys())
+    log.info("specformer: %d plots rendered in %.1f s", len(rendered), time.perf_counter() - start)
+    captions: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for plot, png in rendered:
+        captions[plot.claim].append((plot.file, plot.caption))
+    return [File.generated(config, f"{PLOTS_DIR}/{plot.file}", content=png) for plot, png in rendered], captions
+
+
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    """Add the generated claim, topic and overview pages."""
-    for src_uri, content in generate(report_path()).items():
+    """Add the generated claim, topic and overview pages and the plots they show."""
+    images, captions = plot_files(config)
+    for image in images:
+        files.append(image)
+    for src_uri, content in generate(report_path(), plots=captions).items():
         files.append(File.generated(config, src_uri, content=content))
     return files
 

@@ -14,7 +14,7 @@ import json
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping, Sequence
 
 from specformer.claims import NEEDS_REFUTATION, Claim, load_claims, spec_dir
 from specformer.property import REGISTRY, Property, property_modules
@@ -24,6 +24,8 @@ from specformer.site_tables import (badge, count_table, environment_table, fence
 REPORT_SCHEMA = "specformer-report"
 REPORT_SCHEMA_VERSION = 1
 NO_RESULTS = "No results yet: run `specformer run`."
+#: Site folder of the claim pages' figures (:mod:`specformer.site_plots`, added by ``docs/hooks.py``).
+PLOTS_DIR = "assets/plots"
 
 
 _TOPIC_LINK = re.compile(r"\]\(([a-z][a-z0-9]*)\.md(?:#[^)\s]*)?\)")
@@ -69,13 +71,23 @@ def _results_section(claim: Claim, rows: list[dict[str, Any]] | None) -> str:
     return "\n\n".join([results_table(rows), legend(), *details])
 
 
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]])")
+
+
+def plot_markdown(file: str, caption: str) -> str:
+    """A figure of :data:`PLOTS_DIR`: the image, with the caption as alt text, then the caption in italics."""
+    text = _MD_SPECIAL.sub(r"\\\1", " ".join(caption.split()))
+    return f"![{text}](../{PLOTS_DIR}/{file})\n\n*{text}*"
+
+
 def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any]] | None,
-               known_topics: Iterable[str] = ()) -> str:
-    """The page of one claim: sources, statement, verdict, prose, properties and results.
+               known_topics: Iterable[str] = (), plots: Iterable[tuple[str, str]] = ()) -> str:
+    """The page of one claim: sources, statement, verdict, prose, plots, properties and results.
 
     ``rows`` are the report rows for this claim, ``None`` when there is no report.
     Links in the prose to a spec file of ``known_topics`` (``[masks](masks.md)``) are
-    sent to that topic's page.
+    sent to that topic's page. ``plots`` are ``(file name, caption)`` pairs of images in
+    :data:`PLOTS_DIR`; with none the page has no *Plots* section.
     """
     out = [
         f"# {claim.title}",
@@ -101,6 +113,9 @@ def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any
             out += [f"## {heading}", display_math(value) if math else value.strip()]
     if claim.prose:
         out += ["## Discussion", _prose(claim, known_topics)]
+    figures = [plot_markdown(file, caption) for file, caption in plots]
+    if figures:
+        out += ["## Plots", *figures]
     props = list(props)
     out.append("## Properties")
     if props:
@@ -220,8 +235,13 @@ def collect_properties() -> tuple[dict[str, Property], list[str]]:
     return props, notes
 
 
-def generate(report_path: Path | None = None, spec: Path | None = None) -> dict[str, str]:
-    """All generated pages, by site-relative path; a missing report means no results."""
+def generate(report_path: Path | None = None, spec: Path | None = None,
+             plots: Mapping[str, Sequence[tuple[str, str]]] | None = None) -> dict[str, str]:
+    """All generated pages, by site-relative path; a missing report means no results.
+
+    ``plots`` maps a claim id to the ``(file name, caption)`` pairs of its figures in
+    :data:`PLOTS_DIR` (the caller writes the images; see ``docs/hooks.py``).
+    """
     claims = load_claims(spec)
     props, notes = collect_properties()
     report = load_report(report_path)
@@ -234,7 +254,8 @@ def generate(report_path: Path | None = None, spec: Path | None = None) -> dict[
     pages = {"claims/index.md": overview_page(claims, props, report, notes)}
     for claim in claims.values():
         pages[f"claims/{claim.id}.md"] = claim_page(
-            claim, by_claim[claim.id], rows[claim.id] if report else None, topics(claims))
+            claim, by_claim[claim.id], rows[claim.id] if report else None, topics(claims),
+            (plots or {}).get(claim.id, ()))
     for topic in topics(claims):
         pages[f"topics/{topic}.md"] = topic_index(topic, claims, topic_title(topic, spec))
     return pages

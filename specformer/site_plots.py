@@ -25,7 +25,7 @@ from matplotlib.patches import Polygon, Rectangle
 from torch.utils.flop_counter import FlopCounterMode
 
 from specformer.reference.attention import scaled_dot_product_attention
-from specformer.reference.scores import dot_product_scores, gaussian_scores, scaled_dot_product_scores
+from specformer.reference.scores import gaussian_scores
 from specformer.reference.softmax import softmax
 
 #: Figure size in inches and resolution: 700 x 400 pixels.
@@ -66,10 +66,13 @@ class Plot:
 PLOTS: dict[str, list[Plot]] = {}
 
 
-def plot(claim: str, caption: str, name: str | None = None) -> Callable[[Callable[[Figure], None]], Callable[[Figure], None]]:
+Draw = Callable[[Figure], None]
+
+
+def plot(claim: str, caption: str, name: str | None = None) -> Callable[[Draw], Draw]:
     """Register ``draw(fig)`` as a plot of ``claim``; the file is named after the claim."""
 
-    def register(draw: Callable[[Figure], None]) -> Callable[[Figure], None]:
+    def register(draw: Draw) -> Draw:
         stem = name or claim
         if any(p.name == stem for plots in PLOTS.values() for p in plots):
             raise ValueError(f"two plots named {stem!r}")
@@ -99,13 +102,13 @@ def _powers(lo: int, hi: int) -> list[int]:
       "but like 3dₖ when the unit-variance components have mean 1, so the course notes' "
       "“variance 1” alone is not enough.")
 def _dot_product_variance(fig: Figure) -> None:
-    gen, n = _gen(0), 20_000
+    gen, n = _gen(0), 5_000
     dims = _powers(1, 256)
     zero_mean, mean_one = [], []
     for d in dims:
-        q, k = _randn(gen, n, 1, d), _randn(gen, n, 1, d)
-        zero_mean.append(dot_product_scores(q, k).var().item())
-        mean_one.append(dot_product_scores(q + 1, k + 1).var().item())
+        q, k = _randn(gen, n, d), _randn(gen, n, d)
+        zero_mean.append((q * k).sum(-1).var().item())
+        mean_one.append(((q + 1) * (k + 1)).sum(-1).var().item())
     ax = fig.add_subplot()
     ax.plot(dims, dims, color=BLUE, lw=1.2, label=r"$d_k$ (the claim)")
     ax.plot(dims, [3 * d for d in dims], color=ORANGE, lw=1.2, ls="--", label=r"$3d_k$")
@@ -122,13 +125,16 @@ def _dot_product_variance(fig: Figure) -> None:
       "softmax Jacobian towards 0 as dₖ grows; scaled by 1/√dₖ both settle to values "
       "that do not depend on dₖ.")
 def _unscaled_saturation(fig: Figure) -> None:
-    gen, n, t_k = _gen(1), 2_000, 8
+    gen, n, t_k = _gen(1), 4_000, 8
     dims = _powers(1, 512)
     curves: dict[str, tuple[list[float], list[float]]] = {"unscaled": ([], []), "scaled": ([], [])}
     for d in dims:
-        q, k = _randn(gen, n, 1, d), _randn(gen, n, t_k, d)
-        for label, scores in (("unscaled", dot_product_scores), ("scaled", scaled_dot_product_scores)):
-            a = softmax(scores(q, k))[:, 0, :]  # (n, t_k)
+        # Given q, the scores q . k_j of independent k_j ~ N(0, I) are independent
+        # N(0, |q|^2): sample them as |q| z_j rather than forming t_k dot products of length d.
+        q = _randn(gen, n, d)
+        dots = q.norm(dim=-1, keepdim=True) * _randn(gen, n, t_k)  # (n, t_k)
+        for label, scores in (("unscaled", dots), ("scaled", dots / math.sqrt(d))):
+            a = softmax(scores)  # (n, t_k)
             jac = torch.diag_embed(a) - a[:, :, None] * a[:, None, :]  # (n, t_k, t_k)
             curves[label][0].append(a.amax(-1).mean().item())
             curves[label][1].append(torch.linalg.matrix_norm(jac).mean().item())
@@ -138,8 +144,9 @@ def _unscaled_saturation(fig: Figure) -> None:
         left.plot(dims, curves[label][0], marker=marker, color=color, label=text)
         right.plot(dims, curves[label][1], marker=marker, color=color, label=text)
     left.axhline(1 / t_k, color=GREY, ls=":", lw=1, label=f"uniform, 1/{t_k}")
-    left.set(ylim=(0, 1.05), ylabel=r"mean of $\max_j a_j$", title="Largest weight")
-    right.set(yscale="log", ylabel=r"mean $\Vert \mathrm{diag}(a) - aa^\top \Vert_F$", title="Softmax Jacobian")
+    left.set(ylim=(0, 1.05), ylabel="mean largest weight", title=r"Largest weight $\max(a)$")
+    right.set(ylim=(0, 0.4), ylabel="mean Frobenius norm",
+              title=r"Softmax Jacobian $\mathrm{diag}(a) - a a^{\top}$")
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_xlabel(r"$d_k$")
@@ -152,7 +159,7 @@ def _unscaled_saturation(fig: Figure) -> None:
       "zero, far from normal; for dₖ = 64 it is close to, but still not exactly, the "
       "standard normal.")
 def _dot_product_normal(fig: Figure) -> None:
-    gen, n = _gen(2), 100_000
+    gen, n = _gen(2), 50_000
     x = torch.linspace(-4, 4, 801, dtype=DTYPE)
     normal = torch.exp(-x**2 / 2) / math.sqrt(2 * math.pi)
     axes = fig.subplots(1, 2, sharey=True)
@@ -166,7 +173,7 @@ def _dot_product_normal(fig: Figure) -> None:
             exact = torch.special.modified_bessel_k0(x.abs().clamp_min(1e-3)) / math.pi
             ax.plot(x.numpy(), exact.numpy(), color=GREEN, lw=1.2, ls="--", label=r"exact: $K_0(|x|)/\pi$")
         ax.set(xlim=(-4, 4), ylim=(0, 1.0), xlabel=r"$q \cdot k / \sqrt{d_k}$",
-               title=rf"$d_k = {d}$: excess kurtosis {kurt:.2f} (theory $6/d_k$ = {6 / d:.2f})")
+               title=rf"$d_k = {d}$" + f"\nexcess kurtosis {kurt:.2f} (theory {6 / d:.2f}, normal 0)")
         ax.legend(loc="upper right")
     axes[0].set_ylabel("density")
 
@@ -208,7 +215,7 @@ def _slide_example(fig: Figure) -> None:
     for token, (x, y) in zip(TOKENS, v.tolist()):
         right.annotate(rf"$v_{{\mathrm{{{token}}}}}$", (x, y), xytext=(6, 4), textcoords="offset points", color=BLUE)
     for token, (x, y) in zip(TOKENS, av.tolist()):
-        right.annotate(f"({x:.2f}, {y:.2f})", (x, y), xytext=(6, -10), textcoords="offset points",
+        right.annotate(f"{token}: ({x:.2f}, {y:.2f})", (x, y), xytext=(6, -10), textcoords="offset points",
                        color=ORANGE, fontsize=8)
     right.set(xlim=(-1.5, 2.8), ylim=(-1.0, 2.5), aspect="equal", xlabel="dimension 1", ylabel="dimension 2",
               title=r"Outputs $AV$ inside the values' hull")
@@ -264,15 +271,19 @@ def _rank_collapse(fig: Figure) -> None:
             runs[kind].append(path)
     ax = fig.add_subplot()
     depth = list(range(layers + 1))
-    for kind, color, text in (("pure", ORANGE, "self-attention only"), ("residual", BLUE, r"with residual: $X + \mathrm{SA}(X)$")):
-        paths = torch.tensor(runs[kind], dtype=DTYPE)
+    floor = 1e-16  # float64 round-off: collapsed representations often come out exactly equal
+    ax.axhline(floor, color=GREY, ls=":", lw=1)
+    ax.text(layers, floor * 2.5, "float64 round-off (exact collapse clipped here)", ha="right", color=GREY, fontsize=8)
+    styles = (("pure", ORANGE, "self-attention only"), ("residual", BLUE, r"with residual: $X + \mathrm{SA}(X)$"))
+    for kind, color, text in styles:
+        paths = torch.tensor(runs[kind], dtype=DTYPE).clamp_min(floor)
         for path in paths:
             ax.plot(depth, path.numpy(), color=color, lw=0.6, alpha=0.3)
         ax.plot(depth, paths.median(0).values.numpy(), "o-", color=color, lw=2, label=f"{text} (median of {trials})")
     ax.set(yscale="log", xlabel="layer", xticks=depth,
            ylabel=r"$\Vert X - \mathbf{1}\bar{x}^\top \Vert_F \,/\, \Vert X \Vert_F$",
-           title=rf"Rank collapse: $t = {t}$, $d = {d}$, weights $\mathcal{{N}}(0, 1/d)$")
-    ax.legend(loc="lower left")
+           ylim=(floor / 3, 3), title=rf"Rank collapse: $t = {t}$, $d = {d}$, weights $\mathcal{{N}}(0, 1/d)$")
+    ax.legend(loc="center right")
 
 
 @plot("attention.gaussian-score-sign",
@@ -292,10 +303,8 @@ def _gaussian_score_sign(fig: Figure) -> None:
             ("corrected", BLUE, r"corrected: $f = -(q - k)^2/\sigma^2$"))):
         bars = ax.bar(pos + offset, weights[label].numpy(), width=0.38, color=color, label=text)
         ax.bar_label(bars, fmt="%.2f", fontsize=7, padding=1)
-    ax.annotate("query $q = 0$", xy=(0, 0), xytext=(0.35, 0.62), ha="left",
-                arrowprops={"arrowstyle": "->", "color": GREY}, color=GREY)
     ax.set(xticks=pos, xticklabels=[f"$k = {i}$" for i in range(5)], ylim=(0, 0.9),
-           xlabel="key position (distance from the query)", ylabel="attention weight",
+           xlabel="key position = distance from the query at 0", ylabel="attention weight",
            title=rf"Gaussian score, query at 0, keys at 0…4, $\sigma = {sigma:g}$")
     ax.grid(axis="x", visible=False)
     ax.legend(loc="upper center")

@@ -1,0 +1,92 @@
+"""The figures of the documentation site: rendered, attached to real claims, shown on their pages."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from specformer.claims import load_claims  # noqa: E402
+from specformer.site import PLOTS_DIR, claim_page, generate, plot_markdown  # noqa: E402
+from specformer.site_plots import PLOTS, plots, render_plots  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plots")
+    start = time.perf_counter()
+    files = render_plots(out)
+    return out, files, time.perf_counter() - start
+
+
+def test_render_plots_writes_a_png_per_plot(rendered):
+    out, files, _ = rendered
+    assert files.keys() == PLOTS.keys()
+    for claim, plot_list in PLOTS.items():
+        assert files[claim] == [p.file for p in plot_list]
+    for plot in plots():
+        data = (out / plot.file).read_bytes()
+        assert data.startswith(PNG_MAGIC), plot.file
+        assert 1_000 < len(data) < 80_000, f"{plot.file}: {len(data)} bytes"
+        width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+        assert (width, height) == (700, 400), plot.file
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.file for p in plots())
+
+
+def test_rendering_is_fast_enough_for_the_docs_build(rendered):
+    # The docs build renders every plot; keep it well under the 15 s budget (generous for slow CI).
+    assert rendered[2] < 60
+
+
+def test_rendering_is_deterministic(tmp_path):
+    claim = "attention.gaussian-score-sign"
+    first = render_plots(tmp_path / "a", only=[claim])
+    second = render_plots(tmp_path / "b", only=[claim])
+    assert first == second == {claim: [f"{claim}.png"]}
+    assert (tmp_path / "a" / f"{claim}.png").read_bytes() == (tmp_path / "b" / f"{claim}.png").read_bytes()
+
+
+def test_every_plot_has_a_caption():
+    for plot in plots():
+        caption = plot.caption.strip()
+        assert caption.endswith(".") and "\n" not in caption and len(caption) < 300, plot.name
+
+
+@pytest.mark.parametrize("claim_id", sorted(PLOTS))
+def test_plotted_claims_exist(claim_id):
+    if claim_id not in load_claims():
+        pytest.skip(f"{claim_id} is not in the spec yet")
+    assert PLOTS[claim_id]
+
+
+def test_claim_page_shows_its_plots():
+    claims = load_claims()
+    claim_id = next(c for c in PLOTS if c in claims)
+    pairs = [(p.file, p.caption) for p in PLOTS[claim_id]]
+    page = claim_page(claims[claim_id], [], None, plots=pairs)
+    for file, caption in pairs:
+        assert f"](../{PLOTS_DIR}/{file})" in page
+        assert plot_markdown(file, caption) in page
+    assert page.index("## Plots") < page.index("## Properties")
+    if "## Discussion" in page:
+        assert page.index("## Discussion") < page.index("## Plots")
+    assert "## Plots" not in claim_page(claims[claim_id], [], None)
+
+
+def test_plot_markdown_escapes_the_caption():
+    text = plot_markdown("x.png", "A *bold* [link] with d_k and\n  a line break.")
+    assert text == ("![A \\*bold\\* \\[link\\] with d\\_k and a line break.](../assets/plots/x.png)\n\n"
+                    "*A \\*bold\\* \\[link\\] with d\\_k and a line break.*")
+
+
+def test_generate_embeds_plots_only_for_their_claims():
+    claims = load_claims()
+    claim_id = next(c for c in PLOTS if c in claims)
+    pairs = {claim_id: [(p.file, p.caption) for p in PLOTS[claim_id]]}
+    pages = generate(None, plots=pairs)
+    assert "## Plots" in pages[f"claims/{claim_id}.md"]
+    assert all("## Plots" not in text for path, text in pages.items() if path != f"claims/{claim_id}.md")
