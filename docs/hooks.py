@@ -47,14 +47,19 @@ NAV_SECTION = "Claims"
 log = logging.getLogger("mkdocs.hooks.specformer")
 
 
-def report_path() -> Path | None:
-    """The report to render: ``$SPECFORMER_REPORT`` or the default; ``None`` if absent."""
+#: Reports of runs made elsewhere (a GPU machine), published with the site and merged in.
+PUBLISHED_RESULTS = ROOT / "docs" / "results"
+
+
+def report_paths() -> list[Path]:
+    """The reports to render: ``$SPECFORMER_REPORT`` (one path, or several joined by
+    ``os.pathsep``) or the default, plus the published ``docs/results/*.json``."""
     value = os.environ.get("SPECFORMER_REPORT")
-    path = Path(value).expanduser() if value else DEFAULT_REPORT
-    if not path.is_file():
-        log.info("specformer: no report at %s; pages show no results", path)
-        return None
-    return path
+    paths = [Path(v).expanduser() for v in value.split(os.pathsep) if v] if value else [DEFAULT_REPORT]
+    found = [p for p in paths if p.is_file()]
+    for missing in set(paths) - set(found):
+        log.info("specformer: no report at %s", missing)
+    return found + sorted(PUBLISHED_RESULTS.glob("*.json"))
 
 
 def mathjax_dir() -> Path:
@@ -91,7 +96,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     images, captions = plot_files(config)
     for image in images:
         files.append(image)
-    for src_uri, content in generate(report_path(), plots=captions).items():
+    for src_uri, content in generate(report_paths(), plots=captions).items():
         files.append(File.generated(config, src_uri, content=content))
     return files
 

@@ -171,7 +171,13 @@ def overview_page(claims: dict[str, Claim], props: dict[str, Property],
     out.append("\n".join(lines))
     out.append(legend() if report else NO_RESULTS)
     if report:
-        out += ["## Environment", environment_table(report)]
+        runs = report.get("runs") or [report]
+        out.append("## Environment" if len(runs) == 1 else "## Runs")
+        for n, run in enumerate(runs, start=1):
+            if len(runs) > 1:
+                env = run.get("environment") or {}
+                out.append(f"### Run {n}: {', '.join(env.get('devices') or ['?'])} · {env.get('created', '')}")
+            out.append(environment_table(run))
     return "\n\n".join(out) + "\n"
 
 
@@ -218,6 +224,27 @@ def load_report(path: Path | None) -> dict[str, Any] | None:
     return report
 
 
+def merge_reports(reports: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """One report holding the rows of several runs (e.g. a CPU run and a CUDA run).
+
+    The merged report keeps each run's environment and summary under ``runs``; rows of
+    the same (property, implementation, device, dtype) from a later run replace earlier ones.
+    """
+    if not reports:
+        return None
+    if len(reports) == 1:
+        return reports[0]
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    impls: dict[str, dict[str, Any]] = {}
+    for report in reports:
+        for row in report.get("rows", []):
+            rows[row.get("property"), row.get("implementation"), row.get("device"), row.get("dtype")] = row
+        for impl in report.get("implementations", []):
+            impls.setdefault(impl.get("name"), impl)
+    return {**reports[0], "implementations": list(impls.values()), "rows": list(rows.values()),
+            "runs": [{"environment": r.get("environment"), "summary": r.get("summary")} for r in reports]}
+
+
 def collect_properties() -> tuple[dict[str, Property], list[str]]:
     """Import each property module; return the properties and a note per module that failed."""
     notes: list[str] = []
@@ -235,16 +262,20 @@ def collect_properties() -> tuple[dict[str, Property], list[str]]:
     return props, notes
 
 
-def generate(report_path: Path | None = None, spec: Path | None = None,
+def generate(report_path: Path | Sequence[Path] | None = None, spec: Path | None = None,
              plots: Mapping[str, Sequence[tuple[str, str]]] | None = None) -> dict[str, str]:
     """All generated pages, by site-relative path; a missing report means no results.
+
+    ``report_path`` may name several reports (runs on different devices); their rows
+    are merged (:func:`merge_reports`).
 
     ``plots`` maps a claim id to the ``(file name, caption)`` pairs of its figures in
     :data:`PLOTS_DIR` (the caller writes the images; see ``docs/hooks.py``).
     """
     claims = load_claims(spec)
     props, notes = collect_properties()
-    report = load_report(report_path)
+    paths = [report_path] if isinstance(report_path, (str, Path)) or report_path is None else list(report_path)
+    report = merge_reports([r for r in map(load_report, paths) if r is not None])
     by_claim: dict[str, list[Property]] = defaultdict(list)
     for prop in props.values():
         by_claim[prop.claim].append(prop)

@@ -182,3 +182,15 @@ def test_mkdocs_build_strict(tmp_path):
     assert "arithmatex" in page.read_text(encoding="utf-8")
     for html in site.rglob("*.html"):
         assert not re.search(r"<script[^>]*src=\"https?:", html.read_text(encoding="utf-8")), html
+
+
+def test_reports_of_several_runs_merge_into_one_matrix():
+    from specformer.site import merge_reports
+
+    cpu = make_report([row("attention.weights-sum-to-one", "attention.p", "reference", "pass")])
+    cuda_row = {**row("attention.weights-sum-to-one", "attention.p", "reference", "fail"), "device": "cuda"}
+    cuda = make_report([cuda_row])
+    merged = merge_reports([cpu, cuda])
+    assert {r["device"] for r in merged["rows"]} == {"cpu", "cuda"}
+    assert len(merged["runs"]) == 2
+    assert merge_reports([cpu]) is cpu and merge_reports([]) is None
