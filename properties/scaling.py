@@ -21,8 +21,8 @@ computed exactly). This is rigorous for any distribution with the stated moments
 normal approximation is involved. A property makes at most three such tests per example,
 so its false-alarm probability is at most \(10^{-7}\) per example, and with at most five
 examples (four drawn, one explicit) at most \(5 \cdot 10^{-7}\) per run. Refutations use the interval of the claim
-as written: were that claim true, they would fail to refute with the same small
-probability.
+as written: were that claim true, they would wrongly refute it with at most the same
+small probability.
 
 Samples are drawn in float32 (five times faster than float64 in PyTorch's CPU
 generator) and multiplied and summed in float64; the rounding moves the moments used
@@ -64,7 +64,7 @@ def median_false_alarm(blocks: int = BLOCKS, miss: float = BLOCK_MISS) -> float:
                for j in range((blocks + 1) // 2, blocks + 1))
 
 
-#: The false-alarm probability of one median-of-blocks test (about 3.2e-8).
+#: The false-alarm probability of one median-of-blocks test (3.0e-8, computed exactly).
 MEDIAN_FALSE_ALARM = median_false_alarm()
 
 
