@@ -21,8 +21,6 @@ of the query and key maps, and shrinks towards small, soft cases.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -34,7 +32,7 @@ from . import strategies as sf
 #: Number of layers in every stack.
 DEPTH = 12
 #: Largest spectral norm of ``W_Q`` and ``W_K`` in the collapse hypothesis.
-MAX_GAIN = 2.0
+MAX_GAIN = 1.0
 
 Layers = list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
 
@@ -104,19 +102,19 @@ def rounding_floor(ctx) -> float:
 @claim_property("attention.rank-collapse")
 @given(seed=sf.seeds(), t=st.integers(3, 8), d=st.integers(2, 6), gain=st.floats(0.0, MAX_GAIN))
 def pure_self_attention_stacks_collapse_to_rank_one(ctx, seed, t, d, gain):
-    """Without residuals or feed-forward nets, ``r(X_L) <= 1e-3 r(X_0)`` (up to rounding) at L = 12.
+    """Without residuals or feed-forward nets, ``r(X_L) <= 1e-6 r(X_0)`` (up to rounding) at L = 12.
 
-    Hypothesis (every drawn case): ``3 <= t <= 8`` tokens ``x_i = mu + z_i`` with
-    ``||mu|| = 1``, ``||z_i|| <= 1/2``; per layer ``W_Q``, ``W_K`` Gaussian rescaled to
-    spectral norm ``gain <= 2`` and ``W_V`` Haar-orthogonal. Every row of every ``X_l``
-    is then a rotated convex combination of the rows of ``X_0`` (norm <= 3/2), so the
-    logits stay within ``gain^2 (3/2)^2 / sqrt(d) <= 6.4``. Measured in float64 over 2000
-    seeds: ``r(X_12) / r(X_0) <= 4e-15``, rounding level (already at L = 6); the rate is
-    faster than exponential.
+    The hypothesis, for every drawn case: ``3 <= t <= 8`` tokens ``x_i = mu + z_i`` in
+    ``2 <= d <= 6`` dimensions with ``||mu|| = 1``, ``||z_i|| <= 1/2``; per layer ``W_Q``,
+    ``W_K`` Gaussian rescaled to spectral norm ``gain <= 1`` and ``W_V`` Haar-orthogonal.
+    Every row of every ``X_l`` is then a rotated convex combination of the rows of
+    ``X_0`` (norm <= 3/2), so the logits stay within ``gain^2 (3/2)^2 / sqrt(d) <= 1.6``.
+    Measured over 20000 float64 cases: ``r(X_12) / r(X_0) <= 1e-14``, rounding level
+    (reached by L = 6: faster than exponential); float32 rows come out exactly equal.
     """
     x0, layers = collapse_case(seed, t, d, gain)
     r0, r_l = relative_residual(x0), relative_residual(stack(ctx, x0, layers))
-    bound = 1e-3 * r0 + rounding_floor(ctx)
+    bound = 1e-6 * r0 + rounding_floor(ctx)
     assert r_l <= bound, (
         f"after {DEPTH} pure self-attention layers r(X_L) = {r_l:.3g} > {bound:.3g} "
         f"(r(X_0) = {r0:.3g}): the tokens did not collapse"
@@ -128,17 +126,19 @@ def pure_self_attention_stacks_collapse_to_rank_one(ctx, seed, t, d, gain):
 def residual_connections_prevent_the_collapse(ctx, seed, t, d, gain):
     """With ``X_{l+1} = X_l + SA_l(X_l)`` the token differences survive L = 12 layers.
 
-    Same weights as the collapse hypothesis, no renormalisation. Two checks:
+    Same hypothesis as the collapse (``gain <= 1``), no renormalisation. Two checks:
 
     * ``||res(X_L)||_F >= 1/4 ||res(X_0)||_F``: the spread of the tokens is kept in the
-      input's own units (measured minimum over 2000 seeds: 0.65);
-    * ``r(X_L) >= 1e-5 r(X_0)``: relative to ``X_L``, ``r`` can only shrink geometrically,
+      input's own units (measured minimum over 20000 cases: 0.85; with ``gain`` up to 2
+      rare cases fall to 0.2);
+    * ``r(X_L) >= 1e-5 r(X_0)``: relative to ``X_L``, ``r`` shrinks at most geometrically,
       because each layer adds a mostly common component ``SA(X) ~ 1 (pi^T X W_V)`` that
-      at most doubles the mean row (about ``2^-L = 2.4e-4``; measured minimum 9e-4),
-      never to the pure stack's rounding level.
+      at most doubles the mean row. With uniform attention (``gain = 0``) ``res`` is kept
+      exactly and ``r(X_L) >= 2^-L r(X_0) = 2.4e-4 r(X_0)``; measured minimum 6e-4. Never
+      the pure stack's rounding level.
 
     Only float32 and float64: the tokens grow up to ``2^L``-fold and the logits up to
-    ~1e8, beyond half precision's range.
+    ~3e7, beyond half precision's range.
     """
     x0, layers = collapse_case(seed, t, d, gain)
     x_l = stack(ctx, x0, layers, residual=True)
