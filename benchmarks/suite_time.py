@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -23,17 +24,24 @@ from collections import defaultdict
 from pathlib import Path
 
 
-def run_once(impls: list[str], profile: str) -> tuple[float, dict]:
-    """One timed run of the suite; returns (wall seconds, report)."""
+def run_once(impls: list[str], profile: str) -> tuple[float, float, dict]:
+    """One timed run of the suite; returns (wall seconds, CPU seconds, report).
+
+    CPU time (user + system of the child) is the steadier number on a shared machine:
+    wall time also counts the time other processes hold the cores.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         cmd = [sys.executable, "-m", "specformer.cli", "run", "--profile", profile, "--report", str(report)]
         for impl in impls:
             cmd += ["--impl", impl]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(cmd, cwd=tmp, stdout=subprocess.DEVNULL, check=False)
         wall = time.perf_counter() - start
-        return wall, json.loads(report.read_text())
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return wall, cpu, json.loads(report.read_text())
 
 
 def main() -> None:
@@ -44,11 +52,13 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "suite_time.json"))
     args = parser.parse_args()
     impls = args.impl or ["reference", "torch-sdpa", "torch-mha"]
-    walls, report = [], {}
+    walls, cpus, report = [], [], {}
     for _ in range(args.repeat):
-        wall, report = run_once(impls, args.profile)
+        wall, cpu, report = run_once(impls, args.profile)
         walls.append(wall)
-        print(f"run: {wall:.1f} s, {report['summary']['rows']} rows, ok={report['summary']['ok']}")
+        cpus.append(cpu)
+        print(f"run: {wall:.1f} s wall, {cpu:.1f} s CPU, {report['summary']['rows']} rows, "
+              f"ok={report['summary']['ok']}, load average {os.getloadavg()[0]:.2f}")
     by_topic: dict[str, float] = defaultdict(float)
     by_impl: dict[str, float] = defaultdict(float)
     for row in report["rows"]:
@@ -63,6 +73,7 @@ def main() -> None:
         "rows": report["summary"]["rows"],
         "wall_s": {"runs": [round(w, 2) for w in walls], "median": round(statistics.median(walls), 2),
                    "min": round(min(walls), 2)},
+        "cpu_s": {"runs": [round(c, 2) for c in cpus], "median": round(statistics.median(cpus), 2)},
         "row_seconds_by_topic": {k: round(v, 2) for k, v in sorted(by_topic.items())},
         "row_seconds_by_implementation": {k: round(v, 2) for k, v in sorted(by_impl.items())},
         "slowest_rows": [{k: r[k] for k in ("property", "implementation", "dtype", "duration_s", "examples")}

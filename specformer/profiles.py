@@ -26,7 +26,7 @@ _COMMON = dict(
 
 PROFILES: dict[str, settings] = {
     "quick": settings(max_examples=10, database=None, **_COMMON),
-    "ci": settings(max_examples=25, derandomize=True, database=None, print_blob=True, **_COMMON),
+    "ci": settings(max_examples=20, derandomize=True, database=None, print_blob=True, **_COMMON),
     "thorough": settings(max_examples=400, database=None,
                          **{**_COMMON, "phases": [Phase.reuse, Phase.generate, Phase.target, Phase.shrink]}),
 }
