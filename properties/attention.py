@@ -16,6 +16,7 @@ import torch
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
+from specformer.context import Context
 from specformer.property import claim_property
 
 from . import strategies as sf
@@ -29,7 +30,7 @@ def _within_rows(weights: torch.Tensor, mask: torch.Tensor | None) -> torch.Tens
 
 @claim_property("attention.scaled-dot-product")
 @given(case=sf.attention_cases(masked=None))
-def output_matches_the_formula(ctx, case):
+def output_matches_the_formula(ctx: Context, case) -> None:
     """``Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V``, with and without masks."""
     result = ctx.attention(case.q, case.k, case.v, case.mask)
     output, weights = attention_formula(case.q, case.k, case.v, case.mask)
@@ -40,7 +41,7 @@ def output_matches_the_formula(ctx, case):
 
 @claim_property("attention.weights-sum-to-one")
 @given(case=sf.attention_cases(masked=None))
-def rows_of_the_weights_sum_to_one(ctx, case):
+def rows_of_the_weights_sum_to_one(ctx: Context, case) -> None:
     """Every row of ``A`` sums to 1 (every row keeps at least one key)."""
     weights = ctx.weights(case.q, case.k, case.v, case.mask)
     ctx.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1], dtype=torch.float64), "row sums of A",
@@ -49,7 +50,7 @@ def rows_of_the_weights_sum_to_one(ctx, case):
 
 @claim_property("attention.weights-in-open-interval")
 @given(case=sf.attention_cases(masked=None, bound=20.0))
-def weights_lie_in_the_closed_unit_interval(ctx, case):
+def weights_lie_in_the_closed_unit_interval(ctx: Context, case) -> None:
     """Corrected: ``0 <= A_ij <= 1``, with exactly 0 at masked keys."""
     weights = ctx.weights(case.q, case.k, case.v, case.mask)
     assert weights.min() >= 0.0, f"a weight is negative: {weights.min().item():.3g}"
@@ -68,7 +69,7 @@ TWO_TOKENS = (torch.tensor([[[0.0], [1.0]]]), torch.ones(3, 1, 1), torch.tensor(
 @claim_property("attention.weights-in-open-interval", expect="counterexample")
 @example(case=ONE_KEY)
 @given(case=sf.attention_cases(masked=None, bound=20.0))
-def weights_lie_strictly_between_zero_and_one_as_written(ctx, case):
+def weights_lie_strictly_between_zero_and_one_as_written(ctx: Context, case) -> None:
     """As written: every ``A_ij`` is in the open interval (0, 1)."""
     weights = ctx.weights(case.q, case.k, case.v, case.mask)
     assert ((weights > 0) & (weights < 1)).all(), (
@@ -78,7 +79,7 @@ def weights_lie_strictly_between_zero_and_one_as_written(ctx, case):
 
 @claim_property("attention.output-is-weights-times-values")
 @given(case=sf.attention_cases(masked=None))
-def output_is_the_weights_times_the_values(ctx, case):
+def output_is_the_weights_times_the_values(ctx: Context, case) -> None:
     """``O = A V`` with the implementation's own weights."""
     result = ctx.attention(case.q, case.k, case.v, case.mask)
     if result.weights is None:
@@ -88,7 +89,7 @@ def output_is_the_weights_times_the_values(ctx, case):
 
 @claim_property("attention.convex-combination")
 @given(case=sf.attention_cases(masked=None), directions=sf.tensors((4, 6), 1.0))
-def output_rows_lie_in_the_convex_hull_of_the_values(ctx, case, directions):
+def output_rows_lie_in_the_convex_hull_of_the_values(ctx: Context, case, directions) -> None:
     """For every direction u: ``min_j u.v_j <= u.o_i <= max_j u.v_j`` over the allowed keys j."""
     output = ctx.attention(case.q, case.k, case.v, case.mask).output  # (B, t_q, d_v)
     u = directions[:, : case.v.shape[-1]]  # (4, d_v)
@@ -117,7 +118,7 @@ def self_attention_cases(draw, max_t=5, max_d=4):
 
 @claim_property("attention.permutation-equivariance")
 @given(case=self_attention_cases())
-def self_attention_is_permutation_equivariant(ctx, case):
+def self_attention_is_permutation_equivariant(ctx: Context, case) -> None:
     """``SA(P X) = P SA(X)``: permuting the positions permutes the outputs the same way."""
     x, w, perm = case
     out = ctx.attention(*_self_attention_inputs(x, w)).output
@@ -127,7 +128,7 @@ def self_attention_is_permutation_equivariant(ctx, case):
 
 @claim_property("attention.permutation-invariance")
 @given(case=self_attention_cases())
-def pooled_self_attention_is_permutation_invariant(ctx, case):
+def pooled_self_attention_is_permutation_invariant(ctx: Context, case) -> None:
     """Corrected: what is invariant is the multiset of output rows, e.g. their mean."""
     x, w, perm = case
     pooled = ctx.attention(*_self_attention_inputs(x, w)).output.mean(dim=1)
@@ -138,7 +139,7 @@ def pooled_self_attention_is_permutation_invariant(ctx, case):
 @claim_property("attention.permutation-invariance", expect="counterexample")
 @example(case=TWO_TOKENS)
 @given(case=self_attention_cases())
-def self_attention_is_permutation_invariant_as_written(ctx, case):
+def self_attention_is_permutation_invariant_as_written(ctx: Context, case) -> None:
     """As written: shuffling the words gives the same results, ``SA(P X) = SA(X)``."""
     x, w, perm = case
     out = ctx.attention(*_self_attention_inputs(x, w)).output
@@ -148,7 +149,7 @@ def self_attention_is_permutation_invariant_as_written(ctx, case):
 
 @claim_property("attention.key-value-permutation-invariance")
 @given(case=sf.attention_cases(), data=st.data())
-def permuting_keys_and_values_together_changes_nothing(ctx, case, data):
+def permuting_keys_and_values_together_changes_nothing(ctx: Context, case, data) -> None:
     """``Attention(Q, P K, P V) = Attention(Q, K, V)``."""
     perm = data.draw(sf.permutations_of(case.k.shape[1]), label="perm")
     out = ctx.attention(case.q, case.k, case.v).output
@@ -158,7 +159,7 @@ def permuting_keys_and_values_together_changes_nothing(ctx, case, data):
 
 @claim_property("attention.linear-in-values")
 @given(case=sf.attention_cases(masked=None), data=st.data(), a=sf.bounded_floats(), b=sf.bounded_floats())
-def attention_is_linear_in_the_values(ctx, case, data, a, b):
+def attention_is_linear_in_the_values(ctx: Context, case, data, a, b) -> None:
     """``Attention(Q, K, a V_1 + b V_2) = a Attention(Q, K, V_1) + b Attention(Q, K, V_2)``."""
     v2 = data.draw(sf.tensors(tuple(case.v.shape)), label="v2")
     combined = ctx.attention(case.q, case.k, a * case.v + b * v2, case.mask).output
@@ -170,7 +171,7 @@ def attention_is_linear_in_the_values(ctx, case, data, a, b):
 
 @claim_property("attention.linear-map")
 @given(case=sf.attention_cases(masked=None), data=st.data())
-def weights_do_not_depend_on_the_values(ctx, case, data):
+def weights_do_not_depend_on_the_values(ctx: Context, case, data) -> None:
     """Corrected: for fixed Q and K, ``A`` does not depend on V, so the map ``V -> A V`` is linear."""
     v2 = data.draw(sf.tensors(tuple(case.v.shape)), label="v2")
     ctx.assert_close(ctx.weights(case.q, case.k, v2, case.mask), ctx.weights(case.q, case.k, case.v, case.mask),
@@ -180,7 +181,7 @@ def weights_do_not_depend_on_the_values(ctx, case, data):
 @claim_property("attention.linear-map", expect="counterexample")
 @example(case=TWO_TOKENS, c=2.0)
 @given(case=self_attention_cases(), c=sf.bounded_floats())
-def self_attention_is_linear_in_its_input_as_written(ctx, case, c):
+def self_attention_is_linear_in_its_input_as_written(ctx: Context, case, c) -> None:
     """As written: self-attention is a linear map of its input, so ``SA(c X) = c SA(X)``."""
     x, w, _ = case
     scaled = ctx.attention(*_self_attention_inputs(c * x, w)).output
@@ -190,7 +191,7 @@ def self_attention_is_linear_in_its_input_as_written(ctx, case, c):
 
 @claim_property("attention.weights-shape")
 @given(case=sf.attention_cases(masked=None))
-def weights_are_t_q_by_t_k_and_output_t_q_by_d_v(ctx, case):
+def weights_are_t_q_by_t_k_and_output_t_q_by_d_v(ctx: Context, case) -> None:
     """Corrected: ``A`` is ``t_q x t_k`` and ``O = A V`` is ``t_q x d_v``, for cross-attention too."""
     b, t_q, t_k, _, d_v = case.shape
     result = ctx.attention(case.q, case.k, case.v, case.mask)  # the context checks both shapes
@@ -206,7 +207,7 @@ CROSS = sf.AttentionCase(torch.zeros(1, 2, 1), torch.zeros(1, 3, 1), torch.ones(
 @claim_property("attention.weights-shape", expect="counterexample")
 @example(case=CROSS)
 @given(case=sf.attention_cases())
-def weights_are_square_as_written(ctx, case):
+def weights_are_square_as_written(ctx: Context, case) -> None:
     """As written: ``A`` is a square ``t_V x t_V`` matrix."""
     weights = ctx.weights(case.q, case.k, case.v)
     assert weights.shape[-1] == weights.shape[-2], f"A is {weights.shape[-2]} x {weights.shape[-1]}"
@@ -215,7 +216,7 @@ def weights_are_square_as_written(ctx, case):
 @claim_property("attention.not-symmetric", expect="counterexample")
 @example(case=(torch.tensor([[[0.0], [1.0]]]), torch.ones(3, 1, 1), torch.tensor([0, 1])))
 @given(case=self_attention_cases())
-def self_attention_weights_are_symmetric_as_written(ctx, case):
+def self_attention_weights_are_symmetric_as_written(ctx: Context, case) -> None:
     """The converse, to be refuted: self-attention weights are symmetric, ``A = A^T`` (even with ``W^Q = W^K``)."""
     x, w, _ = case
     w = torch.stack([w[0], w[0], w[2]])  # W^K = W^Q: symmetric scores, still not symmetric weights
@@ -240,7 +241,7 @@ def _cosines(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 @claim_property("attention.similarity-ranking")
 @given(case=query_and_two_keys(equal_norms=True))
-def with_equal_key_norms_weights_rank_keys_by_cosine(ctx, case):
+def with_equal_key_norms_weights_rank_keys_by_cosine(ctx: Context, case) -> None:
     """Corrected: for keys of one length, the more aligned key (larger cosine) gets the larger weight."""
     q, k = case
     cos = _cosines(q, k)
@@ -254,7 +255,7 @@ def with_equal_key_norms_weights_rank_keys_by_cosine(ctx, case):
 @claim_property("attention.similarity-ranking", expect="counterexample")
 @example(case=(torch.tensor([[[1.0, 0.0]]]), torch.tensor([[[1.0, 0.0], [3.0, 3.0]]])))
 @given(case=query_and_two_keys(equal_norms=False))
-def more_aligned_keys_get_more_weight_as_written(ctx, case):
+def more_aligned_keys_get_more_weight_as_written(ctx: Context, case) -> None:
     """As written: vectors pointing in more similar directions score higher, whatever their lengths."""
     q, k = case
     cos = _cosines(q, k)
@@ -267,7 +268,7 @@ def more_aligned_keys_get_more_weight_as_written(ctx, case):
 
 @claim_property("attention.fully-connected")
 @given(case=sf.attention_cases(bound=1.0), i=st.integers(0, 4), j=st.integers(0, 4), delta=st.floats(0.5, 2.0))
-def every_output_row_depends_on_every_value_row(ctx, case, i, j, delta):
+def every_output_row_depends_on_every_value_row(ctx: Context, case, i, j, delta) -> None:
     """Unmasked, moderate scores: ``A_ij > 0`` and moving ``v_j`` by ``delta`` moves ``o_i`` by ``A_ij delta``."""
     i, j = i % case.q.shape[1], j % case.k.shape[1]
     result = ctx.attention(case.q, case.k, case.v)
@@ -284,7 +285,7 @@ def every_output_row_depends_on_every_value_row(ctx, case, i, j, delta):
 
 @claim_property("attention.row-independence")
 @given(case=sf.attention_cases(masked=None), data=st.data())
-def each_output_row_depends_only_on_its_own_query(ctx, case, data):
+def each_output_row_depends_only_on_its_own_query(ctx: Context, case, data) -> None:
     """``Attention(Q, K, V)_I = Attention(Q_I, K, V)`` for any subset I of query rows."""
     t_q = case.q.shape[1]
     rows = torch.tensor(sorted(data.draw(st.sets(st.integers(0, t_q - 1), min_size=1), label="rows")))
@@ -297,7 +298,7 @@ def each_output_row_depends_only_on_its_own_query(ctx, case, data):
 @claim_property("attention.length-flexible")
 @given(x=sf.tensors((1, 6, 3)), w=sf.tensors((3, 3, 3), 1.0), lengths=st.lists(st.integers(1, 6), min_size=2,
        max_size=3, unique=True), other=sf.tensors((1, 6, 3)))
-def one_set_of_parameters_serves_every_length_and_weights_follow_content(ctx, x, w, lengths, other):
+def one_set_of_parameters_serves_every_length_and_weights_follow_content(ctx: Context, x, w, lengths, other) -> None:
     """The same ``W^Q, W^K, W^V`` apply to any length t; the weights change when the content changes."""
     for t in lengths:
         result = ctx.attention(*_self_attention_inputs(x[:, :t], w))
@@ -320,7 +321,7 @@ SLIDE_AV = torch.tensor([[0.85, 0.65], [0.15, 1.2], [-0.35, 0.05]], dtype=torch.
 @claim_property("attention.slide-example")
 @example(shift=0.0)
 @given(shift=sf.bounded_floats())
-def the_slides_weights_give_the_slides_output(ctx, shift):
+def the_slides_weights_give_the_slides_output(ctx: Context, shift) -> None:
     """The slide's ``A`` and ``V`` give ``A V = [[0.85, 0.65], [0.15, 1.2], [-0.35, 0.05]]``.
 
     ``A`` is realised as scores ``log A + c`` (softmax ignores a constant ``c`` per row):

@@ -25,6 +25,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from specformer.context import Context
 from specformer.property import claim_property
 
 from . import strategies as sf
@@ -76,7 +77,7 @@ def collapse_case(seed: int, t: int, d: int, gain: float) -> tuple[torch.Tensor,
     return tokens_with_common_component(g, t, d), random_layers(g, d, gain)
 
 
-def stack(ctx, x: torch.Tensor, layers: Layers, *, residual: bool = False) -> torch.Tensor:
+def stack(ctx: Context, x: torch.Tensor, layers: Layers, *, residual: bool = False) -> torch.Tensor:
     """``X_L`` of the stack: the implementation's attention on the float64 projections."""
     for w_q, w_k, w_v in layers:
         out = ctx.attention(x @ w_q, x @ w_k, x @ w_v, need_weights=False).output  # (1, t, d)
@@ -94,14 +95,14 @@ def relative_residual(x: torch.Tensor) -> float:
     return float(residual(x).norm() / x.norm())
 
 
-def rounding_floor(ctx) -> float:
+def rounding_floor(ctx: Context) -> float:
     """The smallest ``r`` rounding lets the dtype reach: rows equal up to a few ulps."""
     return 50 * torch.finfo(ctx.dtype).eps
 
 
 @claim_property("attention.rank-collapse")
 @given(seed=sf.seeds(), t=st.integers(3, 8), d=st.integers(2, 6), gain=st.floats(0.0, MAX_GAIN))
-def pure_self_attention_stacks_collapse_to_rank_one(ctx, seed, t, d, gain):
+def pure_self_attention_stacks_collapse_to_rank_one(ctx: Context, seed, t, d, gain) -> None:
     """Without residuals or feed-forward nets, ``r(X_L) <= 1e-6 r(X_0)`` (up to rounding) at L = 12.
 
     The hypothesis, for every drawn case: ``3 <= t <= 8`` tokens ``x_i = mu + z_i`` in
@@ -123,7 +124,7 @@ def pure_self_attention_stacks_collapse_to_rank_one(ctx, seed, t, d, gain):
 
 @claim_property("attention.rank-collapse", dtypes=("float32", "float64"))
 @given(seed=sf.seeds(), t=st.integers(3, 8), d=st.integers(2, 6), gain=st.floats(0.0, MAX_GAIN))
-def residual_connections_prevent_the_collapse(ctx, seed, t, d, gain):
+def residual_connections_prevent_the_collapse(ctx: Context, seed, t, d, gain) -> None:
     """With ``X_{l+1} = X_l + SA_l(X_l)`` the token differences survive L = 12 layers.
 
     Same hypothesis as the collapse (``gain <= 1``), no renormalisation. Two checks:
@@ -153,7 +154,7 @@ def residual_connections_prevent_the_collapse(ctx, seed, t, d, gain):
 @claim_property("attention.rank-collapse", expect="counterexample")
 @example(d=3, sharpness=10.0, seed=0)
 @given(d=st.integers(2, 6), sharpness=st.floats(0.0, 10.0), seed=sf.seeds())
-def pure_attention_always_collapses_as_written(ctx, d, sharpness, seed):
+def pure_attention_always_collapses_as_written(ctx: Context, d, sharpness, seed) -> None:
     """As written: pure attention collapses the tokens whatever the weights: ``r(X_L) < r(X_0) / 10``.
 
     Refuted by sharp self-attention: ``t = d`` orthonormal tokens (a random rotation of

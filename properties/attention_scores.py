@@ -31,6 +31,7 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from torch.utils.flop_counter import FlopCounterMode
 
+from specformer.context import Context
 from specformer.property import claim_property
 from specformer.protocol import NotApplicable
 from specformer.reference import scores as reference_scores
@@ -143,7 +144,7 @@ def _expected_scores(case: ScoreCase) -> dict[str, tuple[torch.Tensor, torch.Ten
     }
 
 
-def _assert_within(ctx, actual: torch.Tensor, expected: torch.Tensor, sizes: torch.Tensor | float,
+def _assert_within(ctx: Context, actual: torch.Tensor, expected: torch.Tensor, sizes: torch.Tensor | float,
                    what: str) -> None:
     """``|actual - expected| <= atol + rtol (sizes + |expected|)`` entrywise, NaN never.
 
@@ -165,7 +166,7 @@ def _assert_within(ctx, actual: torch.Tensor, expected: torch.Tensor, sizes: tor
 # -- attention.score-functions ---------------------------------------------------------
 @claim_property("attention.score-functions", needs=SCORE)
 @given(case=score_cases())
-def every_score_function_matches_its_formula_and_gives_valid_weights(ctx, case):
+def every_score_function_matches_its_formula_and_gives_valid_weights(ctx: Context, case) -> None:
     """Each kind gives ``(B, t_q, t_k)`` scores equal to its formula; ``softmax`` rows sum to 1.
 
     ``dot: q_i . k_j``; ``scaled_dot: q_i . k_j / sqrt(d_k)``; ``general: q_i W k_j^T``;
@@ -222,7 +223,7 @@ def _assert_nearest_key_gets_most_weight(dist2: torch.Tensor, scores: torch.Tens
 
 @claim_property("attention.gaussian-score-sign", needs=SCORE)
 @given(case=score_cases(min_t_k=2))
-def the_gaussian_score_gives_the_nearest_key_the_most_weight(ctx, case):
+def the_gaussian_score_gives_the_nearest_key_the_most_weight(ctx: Context, case) -> None:
     """Corrected: with ``f = -||q - k_j||^2 / sigma^2``, ``argmax_j softmax(f)_j = argmin_j ||q - k_j||``.
 
     Checked on query rows whose nearest key is unique by a margin larger than the
@@ -239,7 +240,7 @@ def the_gaussian_score_gives_the_nearest_key_the_most_weight(ctx, case):
 @claim_property("attention.gaussian-score-sign", needs=(), expect="counterexample", dtypes=("float64",))
 @example(case=score_case([[[0.0]]], [[[1.0], [2.0]]]))
 @given(case=score_cases(min_t_k=2, bound=2.0))
-def the_slides_gaussian_score_gives_the_nearest_key_the_most_weight_as_written(ctx, case):
+def the_slides_gaussian_score_gives_the_nearest_key_the_most_weight_as_written(ctx: Context, case) -> None:
     """As written, ``f(q, k) = log exp((q - k)^2 / sigma^2)``: the nearest key gets the most weight.
 
     With the plus sign the score grows with the distance: for ``q = 0`` and keys at 1 and
@@ -265,7 +266,7 @@ def cosine_cases(draw):
 
 @claim_property("attention.cosine-score", needs=SCORE)
 @given(case=cosine_cases())
-def the_cosine_score_is_bounded_and_ignores_the_lengths_of_each_query_and_key(ctx, case):
+def the_cosine_score_is_bounded_and_ignores_the_lengths_of_each_query_and_key(ctx: Context, case) -> None:
     """Corrected, per row: ``f_ij = q_i . k_j / (||q_i|| ||k_j||)``.
 
     ``-1 <= f_ij <= 1``; ``f(D Q, E K) = f(Q, K)`` for positive diagonal ``D``, ``E``
@@ -297,7 +298,7 @@ def slide_cosine_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 @claim_property("attention.cosine-score", needs=(), expect="counterexample", dtypes=("float64",))
 @example(case=score_case([[[1.0]]], [[[1.0], [2.0]]]))
 @given(case=score_cases())
-def the_slides_matrix_norm_cosine_is_the_cosine_of_each_pair_as_written(ctx, case):
+def the_slides_matrix_norm_cosine_is_the_cosine_of_each_pair_as_written(ctx: Context, case) -> None:
     """As written, ``f = Q K^T / (||Q|| ||K||)`` (matrix norms) is the cosine ``q_i . k_j / (||q_i|| ||k_j||)``.
 
     With one query ``q = 1`` and keys 1 and 2, the cosines are 1 and 1, but the
@@ -317,7 +318,7 @@ def the_slides_matrix_norm_cosine_is_the_cosine_of_each_pair_as_written(ctx, cas
 # -- attention.score-range -------------------------------------------------------------
 @claim_property("attention.score-range", needs=SCORE)
 @given(case=score_cases(bound=10.0), c=st.floats(1.0, 100.0))
-def scaled_dot_scores_are_unbounded_and_only_their_softmax_lies_in_the_unit_interval(ctx, case, c):
+def scaled_dot_scores_are_unbounded_and_only_their_softmax_lies_in_the_unit_interval(ctx: Context, case, c) -> None:
     """Corrected: ``f = q_i . k_j / sqrt(d_k)`` takes any real value; only ``softmax(f)`` is in ``[0, 1]``.
 
     The implementation's scores equal the formula wherever it lands (inputs in
@@ -338,7 +339,7 @@ def scaled_dot_scores_are_unbounded_and_only_their_softmax_lies_in_the_unit_inte
 @claim_property("attention.score-range", needs=SCORE, expect="counterexample")
 @example(case=score_case([[[1.0]]], [[[-1.0]]]))
 @given(case=score_cases())
-def the_score_matrix_lies_in_the_open_unit_interval_as_written(ctx, case):
+def the_score_matrix_lies_in_the_open_unit_interval_as_written(ctx: Context, case) -> None:
     """As written: the output of ``f`` is always a matrix in ``(0, 1)^{t_q x t_k}``.
 
     For ``f = q . k / sqrt(d_k)`` with ``q = 1``, ``k = -1`` the score is -1.
@@ -360,7 +361,7 @@ def _counted_flops(fn, *args, **kwargs) -> int:
 @claim_property("attention.dot-fewer-parameters", needs=(), dtypes=("float64",))
 @given(b=st.integers(1, 2), t_q=st.integers(1, 6), t_k=st.integers(1, 6), d_k=st.integers(1, 16),
        d_a=st.integers(1, 16))
-def dot_scores_need_no_parameters_and_fewer_flops_than_additive_scores(ctx, b, t_q, t_k, d_k, d_a):
+def dot_scores_need_no_parameters_and_fewer_flops_than_additive_scores(ctx: Context, b, t_q, t_k, d_k, d_a) -> None:
     """Parameters ``P_dot = 0 < P_add = d_a (2 d_k + 1)``; counted FLOPs ``dot < additive``.
 
     Parameters are the tensors a score function of :mod:`specformer.reference.scores`
@@ -399,7 +400,7 @@ _INVISIBLE: "weakref.WeakKeyDictionary[object, str]" = weakref.WeakKeyDictionary
 _COUNTS: "weakref.WeakKeyDictionary[object, dict[tuple[int, ...], int]]" = weakref.WeakKeyDictionary()
 
 
-def _attention_flops(ctx, b: int, t: int, d_k: int, d_v: int) -> int:
+def _attention_flops(ctx: Context, b: int, t: int, d_k: int, d_v: int) -> int:
     """FLOPs counted in one self-attention-shaped call (``t_q = t_k = t``) of the implementation."""
     counts = _COUNTS.setdefault(ctx, {})
     if (b, t, d_k, d_v) not in counts:
@@ -412,7 +413,7 @@ def _attention_flops(ctx, b: int, t: int, d_k: int, d_v: int) -> int:
 
 @claim_property("attention.quadratic-cost", max_examples=15)
 @given(b=st.integers(1, 2), t0=st.integers(1, 3), d_k=st.integers(1, 4), d_v=st.integers(1, 4))
-def the_flops_of_attention_are_quadratic_in_the_sequence_length(ctx, b, t0, d_k, d_v):
+def the_flops_of_attention_are_quadratic_in_the_sequence_length(ctx: Context, b, t0, d_k, d_v) -> None:
     """``FLOPs(t) = a t^2 + b' t + c`` at ``t_q = t_k = t``, with ``a = m 2 B (d_k + d_v)``, ``m >= 1``.
 
     Counted at ``t = t0, 2 t0, 3 t0, 4 t0``: the third finite difference is 0 (no cubic or
@@ -480,7 +481,7 @@ def _nadaraya_watson(x: torch.Tensor, y: torch.Tensor, x_query: torch.Tensor, sc
     return weights @ y  # (t_q, n) @ (n,) -> (t_q,)
 
 
-def _assert_prediction(ctx, got: torch.Tensor, predicted: torch.Tensor, y: torch.Tensor, size: float,
+def _assert_prediction(ctx: Context, got: torch.Tensor, predicted: torch.Tensor, y: torch.Tensor, size: float,
                        what: str) -> None:
     """``got`` matches the Nadaraya-Watson ``predicted`` and lies in ``[min y, max y]``.
 
@@ -498,7 +499,7 @@ def _assert_prediction(ctx, got: torch.Tensor, predicted: torch.Tensor, y: torch
 @claim_property("attention.nadaraya-watson")
 @example(case=SLIDE_CASE)
 @given(case=regression_cases())
-def gaussian_kernel_regression_is_scaled_dot_product_attention(ctx, case):
+def gaussian_kernel_regression_is_scaled_dot_product_attention(ctx: Context, case) -> None:
     """``y_hat(x) = sum_i exp(-(x - x_i)^2 / sigma^2) y_i / sum_l exp(-(x - x_l)^2 / sigma^2)`` is attention.
 
     ``-(x - x_i)^2 / sigma^2 = (2 x x_i - x_i^2) / sigma^2 - x^2 / sigma^2``, and the last
@@ -527,7 +528,7 @@ def gaussian_kernel_regression_is_scaled_dot_product_attention(ctx, case):
 @claim_property("attention.nadaraya-watson")
 @example(case=SLIDE_CASE)
 @given(case=regression_cases())
-def kernel_regression_with_the_slides_negative_distance_is_attention(ctx, case):
+def kernel_regression_with_the_slides_negative_distance_is_attention(ctx: Context, case) -> None:
     """The slide's score ``f(x, x_i) = -|x - x_i|``: ``y_hat(x) = sum_i softmax_i(-|x - x_l|) y_i``.
 
     A dot product of separate features of ``x`` and ``x_i`` cannot form ``|x - x_i|``, so

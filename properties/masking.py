@@ -21,6 +21,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from torch import nn
 
+from specformer.context import Context
 from specformer.property import claim_property
 from specformer.reference.masks import causal_mask, local_mask, padding_mask
 
@@ -86,7 +87,7 @@ def _causal_formula(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[
 
 @claim_property("masking.causal-no-future")
 @given(case=sequence_cases(min_t=2, last_i=1))
-def later_positions_do_not_change_earlier_outputs(ctx, case):
+def later_positions_do_not_change_earlier_outputs(ctx: Context, case) -> None:
     """``causal=True``: replacing ``q_j, k_j, v_j`` for every ``j > i`` leaves ``o_1..o_i`` unchanged."""
     later = _positions(case.t) > case.i
     out = ctx.attention(case.q, case.k, case.v, causal=True).output
@@ -97,7 +98,7 @@ def later_positions_do_not_change_earlier_outputs(ctx, case):
 
 @claim_property("masking.causal-no-future")
 @given(case=sequence_cases(min_t=2, last_i=1))
-def later_positions_do_not_change_earlier_outputs_under_an_explicit_causal_mask(ctx, case):
+def later_positions_do_not_change_earlier_outputs_under_an_explicit_causal_mask(ctx: Context, case) -> None:
     """Mask ``M_ij = [j <= i]`` passed as a mask: positions ``j > i`` do not reach ``o_1..o_i``."""
     mask = causal_mask(case.t)
     later = _positions(case.t) > case.i
@@ -109,7 +110,7 @@ def later_positions_do_not_change_earlier_outputs_under_an_explicit_causal_mask(
 
 @claim_property("masking.causal-prefix-consistency")
 @given(case=sequence_cases(min_t=1))
-def causal_attention_over_a_prefix_gives_the_same_rows(ctx, case):
+def causal_attention_over_a_prefix_gives_the_same_rows(ctx: Context, case) -> None:
     """``Attention_causal(X)_{1:n} = Attention_causal(X_{1:n})`` for the prefix ``n = i + 1``."""
     n = case.i + 1
     full = ctx.attention(case.q, case.k, case.v, causal=True).output
@@ -120,7 +121,7 @@ def causal_attention_over_a_prefix_gives_the_same_rows(ctx, case):
 
 @claim_property("masking.causal-strictly-past")
 @given(case=sequence_cases(min_t=1))
-def output_i_depends_on_position_i_itself_and_not_on_later_ones(ctx, case):
+def output_i_depends_on_position_i_itself_and_not_on_later_ones(ctx: Context, case) -> None:
     """``causal=True``: changing ``v_i`` (and all of positions ``> i``) changes ``o_i`` by ``A_ii (v'_i - v_i)``, ``A_ii > 0``."""
     i = case.i
     pos = _positions(case.t)
@@ -143,7 +144,7 @@ def output_i_depends_on_position_i_itself_and_not_on_later_ones(ctx, case):
     q2=torch.zeros(1, 1, 1, dtype=torch.float64), k2=torch.zeros(1, 1, 1, dtype=torch.float64),
     v2=torch.full((1, 1, 1), 2.0, dtype=torch.float64),
 ))
-def output_i_depends_only_on_earlier_positions_as_written(ctx, case):
+def output_i_depends_only_on_earlier_positions_as_written(ctx: Context, case) -> None:
     """As written: ``o_i`` depends only on positions ``j < i``, so changing keys and values ``>= i`` leaves it unchanged."""
     out = ctx.attention(case.q, case.k, case.v, causal=True).output
     out2 = ctx.attention(*case.replaced(_positions(case.t) >= case.i, q=False), causal=True).output
@@ -153,7 +154,7 @@ def output_i_depends_only_on_earlier_positions_as_written(ctx, case):
 
 @claim_property("masking.causal-matrix")
 @given(case=sequence_cases(min_t=1, bound=1.0))
-def causal_weights_are_lower_triangular_with_a_positive_diagonal(ctx, case):
+def causal_weights_are_lower_triangular_with_a_positive_diagonal(ctx: Context, case) -> None:
     """``causal=True``: ``A_ij = 0`` exactly for ``j > i``, ``A_ii > 0``, and ``A`` equals the formula with ``M_ij = [j <= i]``."""
     weights = ctx.weights(case.q, case.k, case.v, causal=True)  # (B, t, t)
     future = ~causal_mask(case.t)
@@ -172,7 +173,7 @@ def causal_weights_are_lower_triangular_with_a_positive_diagonal(ctx, case):
     q2=torch.zeros(1, 2, 1, dtype=torch.float64), k2=torch.zeros(1, 2, 1, dtype=torch.float64),
     v2=torch.ones(1, 2, 1, dtype=torch.float64),
 ))
-def masking_the_upper_triangle_with_its_diagonal_leaves_every_row_a_distribution_as_written(ctx, case):
+def masking_the_upper_triangle_with_its_diagonal_leaves_every_row_a_distribution_as_written(ctx: Context, case) -> None:
     """As written: masking the upper triangle ``{j >= i}`` (``triu``, diagonal included) leaves rows summing to 1."""
     upper = torch.ones(case.t, case.t, dtype=torch.bool).triu()  # diagonal included
     weights = ctx.weights(case.q, case.k, case.v, ~upper)
@@ -185,7 +186,7 @@ def masking_the_upper_triangle_with_its_diagonal_leaves_every_row_a_distribution
 
 @claim_property("masking.masked-weights-zero")
 @given(case=sf.attention_cases(masked=True, bound=10.0), data=st.data())
-def masked_keys_get_exactly_zero_weight(ctx, case, data):
+def masked_keys_get_exactly_zero_weight(ctx: Context, case, data) -> None:
     """``M_ij = 0`` with an allowed key in row ``i`` gives ``A_ij = 0`` exactly; values of keys masked in every row do not matter."""
     weights = ctx.weights(case.q, case.k, case.v, case.mask)
     masked = weights.masked_select(~case.mask)
@@ -215,7 +216,7 @@ def cases_with_a_fully_masked_row(draw: st.DrawFn) -> AttentionCase:
     q=torch.zeros(1, 2, 1, dtype=torch.float64), k=torch.zeros(1, 2, 1, dtype=torch.float64),
     v=torch.tensor([[[1.0], [2.0]]], dtype=torch.float64), mask=torch.tensor([[[False, False], [True, False]]]),
 ))
-def a_query_with_every_key_masked_gets_zeros_or_nan_and_other_rows_are_unaffected(ctx, case):
+def a_query_with_every_key_masked_gets_zeros_or_nan_and_other_rows_are_unaffected(ctx: Context, case) -> None:
     """Row ``i`` with ``M_ij = 0`` for all ``j``: ``o_i`` is all 0 or all NaN, never a mixture; other rows equal the formula."""
     result = ctx.attention(case.q, case.k, case.v, case.mask)
     empty = ~case.mask.any(dim=-1)  # (B, t_q)
@@ -256,7 +257,7 @@ def float16_refuses_the_fill() -> bool:
 
 @claim_property("masking.large-negative-fill", needs=(), dtypes=("float32", "float64"))
 @given(scores_and_mask=masked_scores(empty_rows=False))
-def minus_1e9_fill_equals_minus_infinity_on_rows_with_an_allowed_key(ctx, scores_and_mask):
+def minus_1e9_fill_equals_minus_infinity_on_rows_with_an_allowed_key(ctx: Context, scores_and_mask) -> None:
     """``|S_ij| <= 1e3``, a key per row: fill ``-1e9`` gives the softmax of fill ``-inf`` bit for bit; float16 cannot hold ``-1e9``."""
     scores, mask = scores_and_mask
     scores = scores.to(ctx.dtype)
@@ -270,7 +271,7 @@ def minus_1e9_fill_equals_minus_infinity_on_rows_with_an_allowed_key(ctx, scores
 @claim_property("masking.large-negative-fill", expect="counterexample", needs=(), dtypes=("float32", "float64"))
 @given(scores_and_mask=masked_scores(empty_rows=True))
 @example(scores_and_mask=(torch.tensor([[0.0, 0.0]], dtype=torch.float64), torch.tensor([[False, False]])))
-def minus_1e9_fill_equals_minus_infinity_as_written(ctx, scores_and_mask):
+def minus_1e9_fill_equals_minus_infinity_as_written(ctx: Context, scores_and_mask) -> None:
     """As written: ``softmax`` with masked scores filled with ``-1e9`` equals it with ``-inf`` (NaN = NaN)."""
     scores, mask = scores_and_mask
     scores = scores.to(ctx.dtype)
@@ -302,7 +303,7 @@ def padded_cases(draw: st.DrawFn, max_t: int = 5) -> PaddedCase:
 
 @claim_property("masking.padding")
 @given(case=padded_cases())
-def padded_keys_do_not_change_the_real_positions(ctx, case):
+def padded_keys_do_not_change_the_real_positions(ctx: Context, case) -> None:
     """Mask ``[j < L_b]``: rows ``< L_b`` equal attention on the unpadded ``X_{1:L_b}``, whatever the padding holds."""
     seq, t = case.seq, case.seq.t
     mask = padding_mask(case.lengths, t)  # (B, 1, t)
@@ -325,7 +326,7 @@ def windowed_cases(draw: st.DrawFn, max_t: int = 6) -> tuple[SequenceCase, int]:
 
 @claim_property("masking.local-window")
 @given(case=windowed_cases())
-def positions_outside_the_window_do_not_change_the_output(ctx, case):
+def positions_outside_the_window_do_not_change_the_output(ctx: Context, case) -> None:
     """Mask ``[|i - j| <= w]``: ``o_i`` ignores positions with ``|i - l| > w`` and equals the formula."""
     seq, w = case
     mask = local_mask(seq.t, w)
@@ -373,7 +374,7 @@ def two_sided_masks(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.
 
 @claim_property("masking.mask-convention", needs=(), dtypes=("float64",))
 @given(case=two_sided_masks())
-def boolean_masks_mean_may_attend_in_sdpa_and_may_not_in_multihead_attention(ctx, case):
+def boolean_masks_mean_may_attend_in_sdpa_and_may_not_in_multihead_attention(ctx: Context, case) -> None:
     """The documents' ``masked_fill(mask == 0, -inf)`` equals ``sdpa(attn_mask=mask)`` and ``MultiheadAttention(attn_mask=~mask)``."""
     q, k, v, mask = case
     documents = documents_code_attention(q, k, v, mask)
@@ -387,7 +388,7 @@ def boolean_masks_mean_may_attend_in_sdpa_and_may_not_in_multihead_attention(ctx
 
 @claim_property("masking.mask-convention", needs=(), dtypes=("float64",))
 @given(q=sf.tensors((1, 4, 3)), k=sf.tensors((1, 4, 3)), v=sf.tensors((1, 4, 2)))
-def the_documents_causal_matrix_gives_causal_attention(ctx, q, k, v):
+def the_documents_causal_matrix_gives_causal_attention(ctx: Context, q, k, v) -> None:
     """The 0/1 matrix with ones on and below the diagonal, used as ``masked_fill(M == 0, -inf)``, equals ``is_causal=True``."""
     matrix = torch.tensor(DOCUMENTS_CAUSAL_MATRIX)
     ctx.assert_close(documents_code_attention(q, k, v, matrix), F.scaled_dot_product_attention(q, k, v, is_causal=True),

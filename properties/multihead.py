@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import UnsatisfiedAssumption
 from torch.utils.flop_counter import FlopCounterMode
 
+from specformer.context import Context
 from specformer.property import claim_property
 from specformer.protocol import NotApplicable
 from specformer.reference.masks import causal_mask
@@ -119,7 +120,7 @@ _CROSS = _example_case(2, 2, 3, 4, 2, seed=10)
 @claim_property("multihead.concat-heads", needs=MHA)
 @given(case=masked_cases())
 @example(case=_TWO_MASKS)
-def output_is_the_concatenation_of_the_heads_times_w_o(ctx, case):
+def output_is_the_concatenation_of_the_heads_times_w_o(ctx: Context, case) -> None:
     """``Concat(head_1..head_h) W^O`` with ``head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)``, one mask for all heads."""
     query, source, params, mask = case
     out = ctx.multihead_attention(query, source, source, params, mask)
@@ -131,7 +132,7 @@ def output_is_the_concatenation_of_the_heads_times_w_o(ctx, case):
 @claim_property("multihead.single-head", needs=MHA)
 @given(case=sf.multihead_cases(h=1))
 @example(case=sf.MultiHeadCase(*_example_case(1, 3, 3, 3, 1)))
-def one_head_is_attention_of_the_projections_times_w_o(ctx, case):
+def one_head_is_attention_of_the_projections_times_w_o(ctx: Context, case) -> None:
     """``h = 1``: ``MultiHead(X, S, S) = Attention(X W^Q, S W^K, S W^V) W^O``."""
     p = case.params
     out = ctx.multihead_attention(case.query, case.source, case.source, p)
@@ -145,7 +146,7 @@ def one_head_is_attention_of_the_projections_times_w_o(ctx, case):
 @given(case=masked_cases(), order=st.permutations(range(4)))
 @example(case=_TWO_MASKS, order=[1, 0, 2, 3])
 @example(case=(*_example_case(1, 3, 2, 6, 3, seed=30), None), order=[1, 0, 2, 3])  # heads must be contiguous blocks
-def permuting_the_heads_leaves_the_output_unchanged(ctx, case, order):
+def permuting_the_heads_leaves_the_output_unchanged(ctx: Context, case, order) -> None:
     """For a permutation ``pi`` of the heads: ``Concat(head_pi(1)..head_pi(h)) W^O_pi = Concat(head_1..head_h) W^O``."""
     query, source, params, mask = case
     perm = torch.tensor([i for i in order if i < params.h])  # a permutation of range(h)
@@ -158,7 +159,7 @@ def permuting_the_heads_leaves_the_output_unchanged(ctx, case, order):
 # -- multihead.head-width --------------------------------------------------------------
 @claim_property("multihead.head-width", needs=())
 @given(model=st.sampled_from(DOCUMENT_MODELS))
-def the_documents_models_have_d_k_and_d_v_equal_to_d_model_over_h(ctx, model):
+def the_documents_models_have_d_k_and_d_v_equal_to_d_model_over_h(ctx: Context, model) -> None:
     """In the documents' table (base 512/8/64, big 1024/16/64): ``d_k = d_v = d_model / h``, so ``h d_v = d_model``."""
     name, d_model, h, d_k, d_v = model
     assert d_model % h == 0, f"{name}: h={h} does not divide d_model={d_model}"
@@ -175,7 +176,7 @@ _BASE_PARAMS = MultiHeadParams(*(_seeded((_BASE[1], _BASE[1]), s, 1 / math.sqrt(
 @claim_property("multihead.head-width", needs=MHA)
 @given(case=sf.multihead_cases())
 @example(case=sf.MultiHeadCase(_BASE_QUERY, _BASE_QUERY, _BASE_PARAMS))
-def with_d_k_equal_to_d_model_over_h_the_concat_has_width_d_model(ctx, case):
+def with_d_k_equal_to_d_model_over_h_the_concat_has_width_d_model(ctx: Context, case) -> None:
     """``d_k = d_v = d_model / h``: with ``W^O = I`` the output ``(B, t_q, d_model)`` is ``Concat(head_1..head_h)``."""
     p = case.params
     identity = MultiHeadParams(p.w_q, p.w_k, p.w_v, torch.eye(p.d_model, dtype=torch.float64), p.h)
@@ -196,7 +197,7 @@ _GIVE_UP_AFTER = 20
 
 @claim_property("multihead.concat-width", needs=MHA)
 @given(data=st.data())
-def with_any_d_v_the_output_matches_the_formula_and_w_o_has_h_d_v_rows(ctx, data):
+def with_any_d_v_the_output_matches_the_formula_and_w_o_has_h_d_v_rows(ctx: Context, data) -> None:
     """Corrected: Concat has width ``h d_v`` (``d_model`` iff ``d_v = d_model / h``); ``W^O`` is ``h d_v x d_model``."""
     h, head_width, other_width, b, t_q, t_k = (data.draw(st.integers(1, n), label=label) for n, label in (
         (4, "h"), (4, "d_model / h"), (4, "d_v, skipping d_model / h"), (2, "B"), (4, "t_q"), (4, "t_k")))
@@ -228,7 +229,7 @@ def with_any_d_v_the_output_matches_the_formula_and_w_o_has_h_d_v_rows(ctx, data
 @claim_property("multihead.concat-width", needs=(), expect="counterexample")
 @given(h=st.integers(1, 4), head_width=st.integers(1, 4), d_v=st.integers(1, 5))
 @example(h=2, head_width=2, d_v=3)
-def the_concat_has_width_d_model_as_written(ctx, h, head_width, d_v):
+def the_concat_has_width_d_model_as_written(ctx: Context, h, head_width, d_v) -> None:
     """As written: ``Concat(head_1..head_h)`` has width ``d_model`` (``W^O``: ``d_model x d_model``) for any ``d_v``."""
     d_model = h * head_width
     x = _seeded((1, 2, d_model), 0)
@@ -246,7 +247,7 @@ def the_concat_has_width_d_model_as_written(ctx, h, head_width, d_v):
 _INVISIBLE: "weakref.WeakKeyDictionary[object, str]" = weakref.WeakKeyDictionary()
 
 
-def _flops(ctx, query: torch.Tensor, source: torch.Tensor, params: MultiHeadParams) -> int:
+def _flops(ctx: Context, query: torch.Tensor, source: torch.Tensor, params: MultiHeadParams) -> int:
     """FLOPs ``FlopCounterMode`` counts in one call of the implementation."""
     with FlopCounterMode(display=False) as counter:
         ctx.multihead_attention(query, source, source, params)
@@ -257,7 +258,7 @@ def _flops(ctx, query: torch.Tensor, source: torch.Tensor, params: MultiHeadPara
 @given(h=st.integers(2, 4), head_width=st.integers(1, 4), b=st.integers(1, 2), t_q=st.integers(1, 5),
        t_k=st.integers(1, 5))
 @example(h=2, head_width=2, b=1, t_q=3, t_k=2)  # first: settles at once whether the counter sees the kernels
-def h_heads_of_width_d_over_h_cost_the_flops_of_one_head_of_width_d(ctx, h, head_width, b, t_q, t_k):
+def h_heads_of_width_d_over_h_cost_the_flops_of_one_head_of_width_d(ctx: Context, h, head_width, b, t_q, t_k) -> None:
     """Fixed ``d_model, t_q, t_k``: FLOPs(``h`` heads of width ``d_model / h``) = FLOPs(one of width ``d_model``)."""
     if ctx not in _INVISIBLE:  # once decided, later examples stop at once instead of re-measuring
         _measure_flops(ctx, h, head_width, b, t_q, t_k)
@@ -265,7 +266,7 @@ def h_heads_of_width_d_over_h_cost_the_flops_of_one_head_of_width_d(ctx, h, head
         raise NotApplicable(_INVISIBLE[ctx])
 
 
-def _measure_flops(ctx, h: int, head_width: int, b: int, t_q: int, t_k: int) -> None:
+def _measure_flops(ctx: Context, h: int, head_width: int, b: int, t_q: int, t_k: int) -> None:
     """Assert the FLOPs are equal, or record in ``_INVISIBLE`` that the counter cannot see the kernels."""
     d = h * head_width  # FLOPs depend on shapes only, so the values are fixed pseudo-random ones
     params = MultiHeadParams(*(_seeded((d, d), seed) for seed in range(4)), h)
@@ -286,7 +287,7 @@ def _measure_flops(ctx, h: int, head_width: int, b: int, t_q: int, t_k: int) -> 
 
 @claim_property("multihead.cost-equal", needs=())
 @given(h=st.integers(1, 8), head_width=st.integers(1, 8))
-def the_projections_have_four_d_model_squared_parameters_for_every_h(ctx, h, head_width):
+def the_projections_have_four_d_model_squared_parameters_for_every_h(ctx: Context, h, head_width) -> None:
     """``W^Q, W^K, W^V, W^O`` hold ``4 d_model (h d_k) = 4 d_model^2`` numbers for any ``h``, in PyTorch's too."""
     d_model = h * head_width
     shapes = [(d_model, h * head_width)] * 3 + [(h * head_width, d_model)]
@@ -300,7 +301,7 @@ def the_projections_have_four_d_model_squared_parameters_for_every_h(ctx, h, hea
 @claim_property("multihead.cross-attention", needs=MHA)
 @given(case=cross_cases())
 @example(case=_CROSS)
-def cross_attention_output_has_t_q_rows_and_matches_the_formula(ctx, case):
+def cross_attention_output_has_t_q_rows_and_matches_the_formula(ctx: Context, case) -> None:
     """``t_q != t_k``: ``MultiHead(X, S, S)`` is ``(B, t_q, d_model)`` and equals ``Concat(head_i(X, S)) W^O``."""
     query, source, params = case
     out = ctx.multihead_attention(query, source, source, params)  # shape checked: (B, t_q, d_model)
@@ -319,7 +320,7 @@ def two_sequences(draw: st.DrawFn, max_batch: int = 2, max_t: int = 5, max_d: in
 @claim_property("multihead.cross-attention", needs=("attention",))
 @given(case=two_sequences())
 @example(case=(_CROSS[0], _CROSS[1], torch.stack([_CROSS[2].w_q, _CROSS[2].w_k, _CROSS[2].w_v])))
-def one_head_cross_attention_has_a_row_per_target_position(ctx, case):
+def one_head_cross_attention_has_a_row_per_target_position(ctx: Context, case) -> None:
     """``CA(Y, X) = Attention(Y W^Q, X W^K, X W^V)`` is ``(B, t_y, d_v)`` for any lengths ``t_y != t_x``."""
     y, x, w = case
     out = ctx.attention(y @ w[0], x @ w[1], x @ w[2]).output  # shape checked: (B, t_y, d_v)
@@ -331,7 +332,7 @@ def one_head_cross_attention_has_a_row_per_target_position(ctx, case):
 @claim_property("multihead.cross-attention", needs=MHA)
 @given(case=sf.multihead_cases(self_attention=True))
 @example(case=sf.MultiHeadCase(_CROSS[1], _CROSS[1], _CROSS[2]))
-def self_attention_is_cross_attention_with_the_query_as_source(ctx, case):
+def self_attention_is_cross_attention_with_the_query_as_source(ctx: Context, case) -> None:
     """Self-attention is ``MultiHead(X, S, S)`` at ``S = X``: the formula with source ``X``; a copy of ``X`` agrees."""
     x, p = case.query, case.params
     out = ctx.multihead_attention(x, x, x, p)
@@ -343,7 +344,7 @@ def self_attention_is_cross_attention_with_the_query_as_source(ctx, case):
 @claim_property("multihead.cross-attention", needs=MHA)
 @given(case=cross_cases(), i=st.integers(0, 4), row=sf.tensors((2, 16)))
 @example(case=_CROSS, i=0, row=_seeded((2, 16), 20))
-def changing_query_row_i_changes_only_output_row_i(ctx, case, i, row):
+def changing_query_row_i_changes_only_output_row_i(ctx: Context, case, i, row) -> None:
     """With the source fixed and no mask, output row ``i`` depends only on query row ``i``."""
     query, source, params = case
     i = i % query.shape[1]

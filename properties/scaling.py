@@ -37,6 +37,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from specformer.context import Context
 from specformer.property import claim_property
 
 from . import strategies as sf
@@ -156,7 +157,7 @@ VARIANCE_BLOCK = 300  # 33 x 300 = 9,900 dot products per example
 @claim_property("scaling.dot-product-variance", needs=(), dtypes=("float64",), max_examples=4)
 @given(d_k=st.integers(1, 256), seed=sf.seeds(), dist=distributions())
 @example(d_k=64, seed=0, dist="normal")
-def dot_products_of_standardised_vectors_have_variance_d_k(ctx, d_k, seed, dist):
+def dot_products_of_standardised_vectors_have_variance_d_k(ctx: Context, d_k, seed, dist) -> None:
     r"""Independent components with mean 0 and variance 1: \(\operatorname{Var}[q \cdot k] = d_k\).
 
     Interval: \(\mu_4 = E[(q \cdot k)^4] = d_k\, m_4^2 + 3 d_k (d_k - 1)\) with
@@ -174,7 +175,7 @@ def dot_products_of_standardised_vectors_have_variance_d_k(ctx, d_k, seed, dist)
                 max_examples=4)
 @given(d_k=st.integers(1, 256), seed=sf.seeds())
 @example(d_k=64, seed=0)
-def dot_products_of_unit_variance_vectors_have_variance_d_k_as_written(ctx, d_k, seed):
+def dot_products_of_unit_variance_vectors_have_variance_d_k_as_written(ctx: Context, d_k, seed) -> None:
     r"""As written: components of variance 1 (here \(\mathcal N(1, 1)\)) give \(\operatorname{Var}[q \cdot k] = d_k\).
 
     The interval is the one for \(d_k\) with normal components (see the companion
@@ -189,7 +190,7 @@ def dot_products_of_unit_variance_vectors_have_variance_d_k_as_written(ctx, d_k,
 @claim_property("scaling.scaled-variance-one", needs=(), dtypes=("float64",), max_examples=4)
 @given(d_k=st.integers(1, 512), seed=sf.seeds(), dist=distributions())
 @example(d_k=512, seed=0, dist="normal")
-def scaled_dot_products_have_unit_variance(ctx, d_k, seed, dist):
+def scaled_dot_products_have_unit_variance(ctx: Context, d_k, seed, dist) -> None:
     r"""Independent components with mean 0 and variance 1: \(\operatorname{Var}[q \cdot k / \sqrt{d_k}] = 1\) for every \(d_k\).
 
     Interval: \(s = q \cdot k/\sqrt{d_k}\) has \(E[s^4] = (d_k m_4^2 + 3 d_k(d_k - 1))/d_k^2\);
@@ -218,7 +219,7 @@ def normalised_fourth_power_variance(d_k: int) -> float:
 @claim_property("scaling.dot-product-normal", needs=(), dtypes=("float64",), max_examples=4)
 @given(d_k=st.integers(1, 32), seed=sf.seeds())
 @example(d_k=1, seed=0)
-def dot_products_have_mean_zero_variance_d_k_and_excess_kurtosis_6_over_d_k(ctx, d_k, seed):
+def dot_products_have_mean_zero_variance_d_k_and_excess_kurtosis_6_over_d_k(ctx: Context, d_k, seed) -> None:
     r"""\(q, k \sim \mathcal N(0, I_{d_k})\): \(E[q^\top k] = 0\), \(\operatorname{Var} = d_k\), \(E[(q^\top k)^4]/d_k^2 - 3 = 6/d_k\).
 
     Moments: given \(q\), \(q^\top k \sim \mathcal N(0, \lVert q\rVert^2)\) with
@@ -246,7 +247,7 @@ def dot_products_have_mean_zero_variance_d_k_and_excess_kurtosis_6_over_d_k(ctx,
                 max_examples=4)
 @given(d_k=st.integers(1, 3), seed=sf.seeds())
 @example(d_k=1, seed=0)
-def dot_products_are_normal_as_written(ctx, d_k, seed):
+def dot_products_are_normal_as_written(ctx: Context, d_k, seed) -> None:
     r"""As written: \(q^\top k \sim \mathcal N(0, \sqrt{d_k})\), so \(E[(q^\top k/\sqrt{d_k})^4] = 3\) (a normal's kurtosis).
 
     Reading \(\sqrt{d_k}\) as the standard deviation (the reading that agrees with the
@@ -265,7 +266,7 @@ def dot_products_are_normal_as_written(ctx, d_k, seed):
                 max_examples=4)
 @given(d_k=st.integers(2, 256), seed=sf.seeds())
 @example(d_k=64, seed=0)
-def dot_products_have_variance_root_d_k_as_written(ctx, d_k, seed):
+def dot_products_have_variance_root_d_k_as_written(ctx: Context, d_k, seed) -> None:
     r"""As written, reading \(\mathcal N(\mu, \sigma^2)\) as usual: \(\operatorname{Var}[q^\top k] = \sqrt{d_k}\).
 
     Under that claim \(\mu_4 = 3(\sqrt{d_k})^2 = 3d_k\), and the median of 33 sample
@@ -285,7 +286,7 @@ MAGNITUDE_BLOCK = 1000  # 33 x 1000 = 33,000 dot products in dimension 64
 @claim_property("scaling.magnitude-example", needs=(), dtypes=("float64",), max_examples=3)
 @given(d_k=st.just(64), seed=sf.seeds(), dist=distributions())
 @example(d_k=64, seed=0, dist="normal")
-def dot_products_in_dimension_64_have_standard_deviation_8(ctx, d_k, seed, dist):
+def dot_products_in_dimension_64_have_standard_deviation_8(ctx: Context, d_k, seed, dist) -> None:
     r"""\(d_k = 64\), components with mean 0 and variance 1: \(\operatorname{sd}(q \cdot k) = 8\), \(\operatorname{sd}(q \cdot k / 8) = 1\).
 
     The median of 33 sample variances of \(b = 1000\) dot products must lie within
@@ -337,7 +338,7 @@ def assert_saturation(stats: dict[str, float], d_k: int) -> None:
 @claim_property("scaling.unscaled-saturation", needs=(), dtypes=("float64",), max_examples=4)
 @given(d_k=st.sampled_from(sorted(UNSCALED_THRESHOLDS)), t_k=st.integers(4, 16), seed=sf.seeds())
 @example(d_k=64, t_k=16, seed=0)
-def unscaled_scores_saturate_the_softmax_and_scaled_scores_do_not(ctx, d_k, t_k, seed):
+def unscaled_scores_saturate_the_softmax_and_scaled_scores_do_not(ctx: Context, d_k, t_k, seed) -> None:
     r"""\(a = \operatorname{softmax}(s)\): for \(s_j = q \cdot k_j\), \(E[\max_j a_j] \approx 1\), \(E\lVert \operatorname{diag}(a) - aa^\top\rVert_F \approx 0\); scaled, neither.
 
     Both row statistics lie in \([0, 1]\) (\(J\) is positive semi-definite, so
