@@ -73,6 +73,9 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
         return 2
     pytest_args = [os.path.dirname(specformer.properties.__file__),
                    "-c", os.devnull, "--rootdir", os.getcwd(), "-p", "no:cacheprovider",
+                   # this command imported specformer before pytest could rewrite its asserts;
+                   # nothing is lost: every assertion of the properties carries its own message
+                   "-W", "ignore::pytest.PytestAssertRewriteWarning",
                    "-v" if args.verbose else "-q", "--no-header",
                    "--device", args.device, "--profile", args.profile, "--report", args.report,
                    "--row-timeout", str(args.row_timeout), "--threads", str(args.threads)]
