@@ -276,7 +276,7 @@ def every_output_row_depends_on_every_value_row(ctx: Context, case, i, j, delta)
     v2 = case.v.clone()
     v2[:, j] += delta
     moved = ctx.attention(case.q, case.k, v2).output[:, i] - result.output[:, i]  # (B, d_v)
-    assert (weights[:, i, j] > 0).all()
+    assert (weights[:, i, j] > 0).all(), f"the formula's A_{i}{j} underflowed to 0 at these moderate scores"
     ctx.assert_close(moved, (weights[:, i, j, None] * delta).expand_as(moved), f"change of o_{i} when v_{j} moves",
                      scale=4)
     if result.weights is not None:

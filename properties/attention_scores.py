@@ -380,9 +380,10 @@ def dot_scores_need_no_parameters_and_fewer_flops_than_additive_scores(ctx: Cont
     dot_params = [name for name in inspect.signature(dot_fn).parameters if name not in ("q", "k")]
     assert dot_params == [], f"dot_product_scores takes parameters {dot_params}"
     additive_params = {"w": w, "v": v}
-    assert additive_fn(q, k, **additive_params).shape == (b, t_q, t_k)
+    shape = tuple(additive_fn(q, k, **additive_params).shape)
+    assert shape == (b, t_q, t_k), f"additive scores of shape {shape}, expected {(b, t_q, t_k)}"
     p_add = sum(p.numel() for p in additive_params.values())
-    assert p_add == d_a * (2 * d_k + 1) > 0
+    assert p_add == d_a * (2 * d_k + 1) > 0, f"additive scores have {p_add} parameters, not d_a (2 d_k + 1)"
     pairs = b * t_q * t_k
     dot_flops, additive_flops = _counted_flops(dot_fn, q, k), _counted_flops(additive_fn, q, k, **additive_params)
     assert dot_flops == 2 * d_k * pairs, f"dot scores: {dot_flops} FLOPs counted, expected 2 d_k B t_q t_k"

@@ -291,7 +291,7 @@ def the_projections_have_four_d_model_squared_parameters_for_every_h(ctx: Contex
     """``W^Q, W^K, W^V, W^O`` hold ``4 d_model (h d_k) = 4 d_model^2`` numbers for any ``h``, in PyTorch's too."""
     d_model = h * head_width
     shapes = [(d_model, h * head_width)] * 3 + [(h * head_width, d_model)]
-    assert sum(r * c for r, c in shapes) == 4 * d_model**2
+    assert sum(r * c for r, c in shapes) == 4 * d_model**2, f"projection shapes {shapes} do not hold 4 d_model^2"
     module = torch.nn.MultiheadAttention(d_model, h, bias=False)
     count = sum(w.numel() for w in module.parameters())
     assert count == 4 * d_model**2, f"nn.MultiheadAttention({d_model}, {h}) has {count} parameters, not 4 d_model^2"

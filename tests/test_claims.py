@@ -278,3 +278,18 @@ def test_the_shipped_claims_and_properties_agree(claims: dict[str, Claim]) -> No
     """The gate keeping spec/ and properties/ in sync (``specformer claims --check``)."""
     problems = check_consistency(claims, load_properties().values())
     assert problems == [], "\n".join(problems)
+
+
+def test_every_assertion_of_a_property_carries_a_message() -> None:
+    """Properties are imported without pytest's assertion rewriting: a bare assert would fail silently."""
+    import ast
+    from pathlib import Path
+
+    import specformer.properties
+
+    bare = []
+    for path in sorted(Path(specformer.properties.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Assert) and node.msg is None:
+                bare.append(f"{path.name}:{node.lineno}")
+    assert bare == [], f"assertions without a message: {bare}"
