@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -222,9 +223,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         by_claim.setdefault(row.claim, []).append(row)
     for claim, rows in by_claim.items():
         bad = [r for r in rows if not r.as_expected]
-        counts = ", ".join(f"{n} {o}" for o, n in sorted(_count(rows).items()))
+        counts = ", ".join(f"{n} {o}" for o, n in sorted(Counter(r.outcome for r in rows).items()))
         tr.write_line(f"{'FAIL' if bad else ' ok '}  {claim:48s} {counts}", red=bool(bad))
-    totals = ", ".join(f"{n} {o}" for o, n in sorted(_count(state.rows).items()))
+    totals = ", ".join(f"{n} {o}" for o, n in sorted(Counter(r.outcome for r in state.rows).items()))
     ok = all(r.as_expected for r in state.rows)
     tr.write_line("")
     tr.write_line(f"{len(by_claim)} claims, {len(state.rows)} rows: {totals} — "
@@ -234,9 +235,3 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if path:
         tr.write_line(f"report: {path}")
 
-
-def _count(rows: list[RowResult]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for row in rows:
-        counts[row.outcome] = counts.get(row.outcome, 0) + 1
-    return counts

@@ -14,6 +14,7 @@ import torch
 from specformer.adapters.reference import ReferenceImplementation
 from specformer.reference.attention import AttentionOutput
 from specformer.reference.masks import apply_mask, causal_mask
+from specformer.reference.scores import scaled_dot_product_scores
 
 
 def attention_with(scores_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
@@ -21,7 +22,7 @@ def attention_with(scores_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tenso
     """An attention function built from swappable (possibly wrong) parts."""
 
     def attention(q, k, v, mask=None, *, causal=False):
-        scores = (scores_fn or (lambda q, k: q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])))(q, k)
+        scores = (scores_fn or scaled_dot_product_scores)(q, k)
         if causal:
             tri = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril(causal_offset)
             mask = tri if mask is None else mask & tri

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 
@@ -11,10 +9,7 @@ from conftest import assert_caught
 from mutants import NO_SCALE, SOFTMAX_WRONG_AXIS, Mutant, attention_with
 from specformer.reference.attention import AttentionOutput
 from specformer.reference.masks import apply_mask
-
-
-def _scaled(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+from specformer.reference.scores import scaled_dot_product_scores
 
 
 def from_weights(name: str, weights_fn, output_fn=None) -> Mutant:
@@ -33,33 +28,33 @@ def _softmax(scores, mask):
 
 LEAKY_MASK = Mutant("mask-fill-minus-20", attention_with(fill=-20.0))
 CLAMPED = from_weights("weights-clamped-inside-(0,1)",
-                       lambda q, k, v, m: _softmax(_scaled(q, k), m).clamp(1e-6, 1 - 1e-6))
+                       lambda q, k, v, m: _softmax(scaled_dot_product_scores(q, k), m).clamp(1e-6, 1 - 1e-6))
 WEIGHTS_MISMATCH = Mutant("weights-from-another-computation", lambda q, k, v, mask=None, *, causal=False:
-                          AttentionOutput(_softmax(_scaled(q, k), mask) @ v, _softmax(q @ k.transpose(-2, -1), mask)))
-UNNORMALISED = from_weights("no-normalisation", lambda q, k, v, m: torch.exp(apply_mask(_scaled(q, k), m)))
+                          AttentionOutput(_softmax(scaled_dot_product_scores(q, k), mask) @ v, _softmax(q @ k.transpose(-2, -1), mask)))
+UNNORMALISED = from_weights("no-normalisation", lambda q, k, v, m: torch.exp(apply_mask(scaled_dot_product_scores(q, k), m)))
 
 
 def _position_bias(q, k, v, m):
     i = torch.arange(q.shape[-2], dtype=q.dtype)[:, None]
     j = torch.arange(k.shape[-2], dtype=q.dtype)[None, :]
-    return _softmax(_scaled(q, k) - (i - j).abs(), m)
+    return _softmax(scaled_dot_product_scores(q, k) - (i - j).abs(), m)
 
 
 POSITION_BIAS = from_weights("position-bias", _position_bias)
-POOLED = from_weights("outputs-pooled-over-positions", lambda q, k, v, m: _softmax(_scaled(q, k), m),
+POOLED = from_weights("outputs-pooled-over-positions", lambda q, k, v, m: _softmax(scaled_dot_product_scores(q, k), m),
                       lambda a, v: (a @ v).mean(dim=-2, keepdim=True).expand(*a.shape[:-1], v.shape[-1]))
-AFFINE = from_weights("output-plus-constant", lambda q, k, v, m: _softmax(_scaled(q, k), m),
+AFFINE = from_weights("output-plus-constant", lambda q, k, v, m: _softmax(scaled_dot_product_scores(q, k), m),
                       lambda a, v: a @ v + 0.1)
 VALUE_DEPENDENT = from_weights("scores-see-values",
-                               lambda q, k, v, m: _softmax(_scaled(q, k) + v.sum(-1)[..., None, :], m))
-UNIFORM = from_weights("uniform-weights", lambda q, k, v, m: _softmax(torch.zeros_like(_scaled(q, k)), m))
+                               lambda q, k, v, m: _softmax(scaled_dot_product_scores(q, k) + v.sum(-1)[..., None, :], m))
+UNIFORM = from_weights("uniform-weights", lambda q, k, v, m: _softmax(torch.zeros_like(scaled_dot_product_scores(q, k)), m))
 TRANSPOSED = Mutant("weights-transposed", lambda q, k, v, mask=None, *, causal=False:
-                    AttentionOutput(_softmax(_scaled(q, k), mask) @ v, _softmax(_scaled(q, k), mask).transpose(-2, -1)))
-NEGATED = from_weights("negated-scores", lambda q, k, v, m: _softmax(-_scaled(q, k), m))
+                    AttentionOutput(_softmax(scaled_dot_product_scores(q, k), mask) @ v, _softmax(scaled_dot_product_scores(q, k), mask).transpose(-2, -1)))
+NEGATED = from_weights("negated-scores", lambda q, k, v, m: _softmax(-scaled_dot_product_scores(q, k), m))
 COSINE = from_weights("cosine-scores", lambda q, k, v, m: _softmax(
     10 * torch.nn.functional.normalize(q, dim=-1) @ torch.nn.functional.normalize(k, dim=-1).transpose(-2, -1), m))
 HARD = from_weights("hard-argmax-attention", lambda q, k, v, m: torch.nn.functional.one_hot(
-    apply_mask(_scaled(q, k), m).argmax(-1), k.shape[-2]).to(q.dtype))
+    apply_mask(scaled_dot_product_scores(q, k), m).argmax(-1), k.shape[-2]).to(q.dtype))
 
 CASES = [
     ("attention.output_matches_the_formula", NO_SCALE),

@@ -25,6 +25,7 @@ from torch import nn
 
 from specformer.protocol import NotApplicable
 from specformer.reference.attention import AttentionOutput
+from specformer.reference.masks import causal_mask
 from specformer.reference.multihead import MultiHeadParams
 
 
@@ -47,7 +48,7 @@ def _attn_mask(mask: torch.Tensor | None, causal: bool, b: int, h: int, t_q: int
                device: torch.device) -> torch.Tensor | None:
     """The protocol's mask (True = may attend) as the module's (True = not allowed)."""
     if causal:
-        tri = torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril()
+        tri = causal_mask(t_q, t_k, device=device)
         mask = tri if mask is None else mask & tri
     if mask is None:
         return None

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from specformer.reference.attention import AttentionOutput
+from specformer.reference.masks import causal_mask
 
 
 class TorchSDPA:
@@ -29,7 +30,7 @@ class TorchSDPA:
               causal: bool) -> torch.Tensor:
         if causal and mask is not None:
             t_q, t_k = q.shape[-2], k.shape[-2]
-            mask = mask & torch.ones(t_q, t_k, dtype=torch.bool, device=q.device).tril()
+            mask = mask & causal_mask(t_q, t_k, device=q.device)
             causal = False
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
 
