@@ -1,4 +1,4 @@
-"""The claim registry: reads ``spec/<topic>.md`` files and validates every claim.
+"""The claim registry: reads ``spec/<family>/<topic>.md`` files and validates every claim.
 
 A claim lives in a fenced block whose info string is ``yaml claim``; the Markdown that
 follows it, up to the next level-2 heading, is the claim's prose. The block is checked
@@ -70,6 +70,7 @@ class Claim:
     topic: str
     file: str
     prose: str = ""
+    family: str = ""
     as_written: str = ""
     corrected: str = ""
     reason: str = ""
@@ -93,6 +94,7 @@ class Claim:
         return {
             "id": self.id,
             "title": self.title,
+            "family": self.family,
             "topic": self.topic,
             "sources": [
                 {"document": s.document, "section": s.section, **({"says": s.says} if s.says else {})}
@@ -117,18 +119,23 @@ def schema() -> dict[str, Any]:
     return json.loads((spec_dir() / "claim.schema.json").read_text(encoding="utf-8"))
 
 
-def parse_spec_file(path: Path) -> list[Claim]:
-    """Read the claims of one spec file; raise :class:`ClaimError` on a malformed entry."""
+def parse_spec_file(path: Path, family: str = "") -> list[Claim]:
+    """Read the claims of one spec file; raise :class:`ClaimError` on a malformed entry.
+
+    ``family`` is the folder the file lies in (``spec/<family>/<topic>.md``); the claim's
+    ``file`` is then ``<family>/<topic>.md``.
+    """
     text = path.read_text(encoding="utf-8")
     topic = path.stem
+    file = f"{family}/{path.name}" if family else path.name
     matches = list(_BLOCK.finditer(text))
     opened = len(re.findall(r"^```yaml claim[ \t]*$", text, re.MULTILINE))
     if opened != len(matches):
-        raise ClaimError(f"{path.name}: {opened - len(matches)} `yaml claim` block(s) never closed with ```")
+        raise ClaimError(f"{file}: {opened - len(matches)} `yaml claim` block(s) never closed with ```")
     claims: list[Claim] = []
     validator = jsonschema.Draft202012Validator(schema())
     for n, match in enumerate(matches, start=1):
-        where = f"{path.name}: claim block #{n}"
+        where = f"{file}: claim block #{n}"
         try:
             data = yaml.safe_load(match.group(1))
         except yaml.YAMLError as exc:
@@ -136,7 +143,7 @@ def parse_spec_file(path: Path) -> list[Claim]:
         if not isinstance(data, dict):
             raise ClaimError(f"{where}: expected a mapping of fields, got {type(data).__name__}")
         if isinstance(data.get("id"), str):
-            where = f"{path.name}: claim {data['id']!r}"
+            where = f"{file}: claim {data['id']!r}"
         errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
         if errors:
             details = "; ".join(
@@ -157,7 +164,8 @@ def parse_spec_file(path: Path) -> list[Claim]:
             Claim(
                 sources=tuple(Source(**s) for s in data.pop("sources")),
                 topic=topic,
-                file=path.name,
+                family=family,
+                file=file,
                 prose=prose.strip(),
                 **data,
             )
@@ -165,15 +173,20 @@ def parse_spec_file(path: Path) -> list[Claim]:
     return claims
 
 
+def spec_files(directory: Path | None = None) -> list[Path]:
+    """The topic files of the specification, one folder per family: ``<family>/<topic>.md``."""
+    return sorted((directory or spec_dir()).glob("*/*.md"))
+
+
 def load_claims(directory: Path | None = None) -> dict[str, Claim]:
-    """All claims of all spec files, by id; duplicate ids raise :class:`ClaimError`."""
+    """All claims of all spec files (``<family>/<topic>.md``), by id; duplicates raise :class:`ClaimError`."""
     directory = directory or spec_dir()
     claims: dict[str, Claim] = {}
-    for path in sorted(directory.glob("*.md")):
-        for claim in parse_spec_file(path):
+    for path in spec_files(directory):
+        for claim in parse_spec_file(path, path.parent.name):
             if claim.id in claims:
                 raise ClaimError(
-                    f"{path.name}: claim {claim.id!r} is already defined in {claims[claim.id].file}"
+                    f"{claim.file}: claim {claim.id!r} is already defined in {claims[claim.id].file}"
                 )
             claims[claim.id] = claim
     return claims

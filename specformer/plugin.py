@@ -109,8 +109,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if file_path.suffix == ".py" and file_path.parent.resolve() == PROPERTIES_DIR \
-            and file_path.stem in property_modules():
+    if file_path.suffix == ".py" and file_path.parent.parent.resolve() == PROPERTIES_DIR \
+            and f"{file_path.parent.name}.{file_path.stem}" in property_modules():
         return PropertyFile.from_parent(parent, path=file_path)
     return None
 
@@ -119,10 +119,11 @@ class PropertyFile(pytest.File):
     """A topic module of ``specformer.properties``: one item per row it will produce."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        __import__(f"specformer.properties.{self.path.stem}")
+        family, topic = self.path.parent.name, self.path.stem
+        __import__(f"specformer.properties.{family}.{topic}")
         state: SuiteState = self.config.stash[_STATE]
         wanted_dtypes = state.option("specformer_dtype")
-        for prop in [p for p in REGISTRY.values() if p.module == self.path.stem]:
+        for prop in [p for p in REGISTRY.values() if p.module == topic and p.family == family]:
             if not state.selected(prop):
                 continue
             impls: list[LoadedImplementation | None] = list(state.implementations) if prop.needs else [None]

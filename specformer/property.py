@@ -22,6 +22,7 @@ import importlib
 import inspect
 import pkgutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Literal
 
 Expect = Literal["hold", "counterexample"]
@@ -29,7 +30,8 @@ Expect = Literal["hold", "counterexample"]
 #: Every registered property, by qualified name (``topic.function``).
 REGISTRY: dict[str, "Property"] = {}
 
-#: Modules of ``specformer.properties`` that hold shared code, not properties.
+#: Modules of ``specformer.properties`` and of its family packages that hold shared
+#: code (strategies, tolerances, the float64 formulas), not properties.
 SHARED_MODULES = frozenset({"strategies", "tolerances", "expected"})
 
 
@@ -46,6 +48,7 @@ class Property:
     module: str
     name: str
     doc: str = field(default="", compare=False)
+    family: str = ""
 
     @property
     def qualname(self) -> str:
@@ -78,7 +81,9 @@ def claim_property(
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         if not hasattr(fn, "hypothesis"):
             raise TypeError(f"{fn.__qualname__}: apply @given before @claim_property")
-        module = fn.__module__.rsplit(".", 1)[-1]
+        parts = fn.__module__.split(".")
+        module = parts[-1]
+        family = parts[-2] if len(parts) >= 2 and parts[-2] != "properties" else ""
         prop = Property(
             claim=claim,
             function=fn,
@@ -89,6 +94,7 @@ def claim_property(
             module=module,
             name=fn.__name__,
             doc=inspect.getdoc(fn) or "",
+            family=family,
         )
         if prop.qualname in REGISTRY and REGISTRY[prop.qualname].function is not fn:
             raise ValueError(f"property {prop.qualname} is defined twice")
@@ -99,15 +105,24 @@ def claim_property(
     return register
 
 
-def property_modules() -> list[str]:
-    """Names of the topic modules of ``specformer.properties``."""
+def families() -> list[str]:
+    """The family packages of ``specformer.properties`` (``attention``, ...)."""
     import specformer.properties as package
 
-    return sorted(
-        info.name
-        for info in pkgutil.iter_modules(package.__path__)
-        if info.name not in SHARED_MODULES and not info.name.startswith("_")
-    )
+    return sorted(info.name for info in pkgutil.iter_modules(package.__path__)
+                  if info.ispkg and not info.name.startswith("_"))
+
+
+def property_modules() -> list[str]:
+    """The topic modules, as ``family.topic`` relative to ``specformer.properties``."""
+    import specformer.properties as package
+
+    names = []
+    for family in families():
+        path = [str(p) for p in (Path(d) / family for d in package.__path__) if p.is_dir()]
+        names += [f"{family}.{info.name}" for info in pkgutil.iter_modules(path)
+                  if not info.ispkg and info.name not in SHARED_MODULES and not info.name.startswith("_")]
+    return sorted(names)
 
 
 def load_properties() -> dict[str, Property]:

@@ -188,7 +188,8 @@ def topics(claims: dict[str, Claim]) -> list[str]:
 
 def topic_title(topic: str, spec: Path | None = None) -> str:
     """The title of a topic: the first ``# `` heading of its spec file, else the topic name."""
-    path = (spec or spec_dir()) / f"{topic}.md"
+    found = sorted((spec or spec_dir()).glob(f"*/{topic}.md"))
+    path = found[0] if found else (spec or spec_dir()) / f"{topic}.md"
     if path.is_file():
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.startswith("# "):
@@ -202,7 +203,7 @@ def topic_index(topic: str, claims: dict[str, Claim], title: str | None = None) 
     lines = ["| Claim | Kind | Verdict |", "|---|---|---|"]
     lines += [f"| [{c.title.replace('|', '/')}](../claims/{c.id}.md) | {c.kind} | {c.verdict} |" for c in mine]
     return "\n\n".join([f"# {title or topic.capitalize()}",
-                        f"{len(mine)} claims from `spec/{topic}.md`.", "\n".join(lines)]) + "\n"
+                        f"{len(mine)} claims from `spec/{mine[0].file if mine else topic + '.md'}`.", "\n".join(lines)]) + "\n"
 
 
 def nav(claims: dict[str, Claim], spec: Path | None = None) -> list[Any]:

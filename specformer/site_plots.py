@@ -24,9 +24,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Polygon, Rectangle
 from torch.utils.flop_counter import FlopCounterMode
 
-from specformer.reference.attention import scaled_dot_product_attention
-from specformer.reference.scores import gaussian_scores
-from specformer.reference.softmax import softmax
+from specformer.reference.attention.attention import scaled_dot_product_attention
+from specformer.reference.attention.scores import gaussian_scores
+from specformer.reference.attention.softmax import softmax
 
 #: Figure size in inches and resolution: 700 x 400 pixels.
 SIZE = (7.0, 4.0)

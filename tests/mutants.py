@@ -12,9 +12,9 @@ from typing import Any, Callable
 import torch
 
 from specformer.adapters.reference import ReferenceImplementation
-from specformer.reference.attention import AttentionOutput
-from specformer.reference.masks import apply_mask, causal_mask
-from specformer.reference.scores import scaled_dot_product_scores
+from specformer.reference.attention.attention import AttentionOutput
+from specformer.reference.attention.masks import apply_mask, causal_mask
+from specformer.reference.attention.scores import scaled_dot_product_scores
 
 
 def attention_with(scores_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
@@ -53,11 +53,11 @@ IGNORES_MASK = Mutant("ignores-mask", lambda q, k, v, mask=None, *, causal=False
                       attention_with()(q, k, v, None, causal=causal))
 
 
-# -- multi-head attention (properties/multihead.py) -----------------------------------
+# -- multi-head attention (properties/attention/multihead.py) -----------------------------------
 # Each multi-head mutant is the reference's multi-head attention with one part swapped;
 # the default parts below are the correct ones.
 
-from specformer.reference.multihead import MultiHeadParams, merge_heads, split_heads  # noqa: E402
+from specformer.reference.attention.multihead import MultiHeadParams, merge_heads, split_heads  # noqa: E402
 
 
 def _split_strided(x: torch.Tensor, h: int) -> torch.Tensor:
@@ -199,11 +199,11 @@ def _padding_masks_queries(q, k, v, mask=None, *, causal=False):
 PADDING_MASKS_QUERIES = Mutant("padding-masks-queries", _padding_masks_queries)
 
 
-# -- score functions and cost (properties/attention_scores.py) ------------------------
+# -- score functions and cost (properties/attention/attention_scores.py) ------------------------
 # Score mutants are the reference's score functions with one kind swapped; attention
 # mutants give the right output at the wrong cost.
 
-from specformer.reference.scores import SCORE_FUNCTIONS, additive_scores  # noqa: E402
+from specformer.reference.attention.scores import SCORE_FUNCTIONS, additive_scores  # noqa: E402
 
 
 def score_with(**kinds: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:

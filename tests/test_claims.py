@@ -33,8 +33,8 @@ def claims() -> dict[str, Claim]:
 
 
 def test_the_shipped_spec_loads_from_every_topic_file(claims: dict[str, Claim]) -> None:
-    files = sorted(p.name for p in spec_dir().glob("*.md"))
-    assert files, "no spec/*.md file found"
+    files = sorted(f"{p.parent.name}/{p.name}" for p in spec_dir().glob("*/*.md"))
+    assert files, "no spec/<family>/*.md file found"
     assert {c.file for c in claims.values()} == set(files), "a spec file contributes no claim"
     assert all(key == claim.id for key, claim in claims.items())
 
@@ -44,12 +44,12 @@ def test_the_installed_spec_is_the_repository_spec(claims: dict[str, Claim]) -> 
 
 
 def test_every_id_starts_with_its_files_topic(claims: dict[str, Claim]) -> None:
-    wrong = [c.id for c in claims.values() if not (c.id.startswith(c.topic + ".") and c.file == f"{c.topic}.md")]
+    wrong = [c.id for c in claims.values() if not (c.id.startswith(c.topic + ".") and c.file == f"{c.family}/{c.topic}.md")]
     assert wrong == []
 
 
 def test_ids_are_unique_across_files() -> None:
-    ids = [c.id for path in sorted(spec_dir().glob("*.md")) for c in parse_spec_file(path)]
+    ids = [c.id for path in sorted(spec_dir().glob("*/*.md")) for c in parse_spec_file(path, path.parent.name)]
     assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
 
 
@@ -107,7 +107,8 @@ def write_spec(directory: Path, **files: list[str]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     for topic, blocks in files.items():
         text = f"# {topic}\n\nIntro.\n\n" + "".join(f"## Heading {n}\n\n{b}\n" for n, b in enumerate(blocks))
-        (directory / f"{topic}.md").write_text(text, encoding="utf-8")
+        (directory / "family").mkdir(parents=True, exist_ok=True)
+        (directory / "family" / f"{topic}.md").write_text(text, encoding="utf-8")
     return directory
 
 
@@ -118,7 +119,7 @@ def test_a_valid_temporary_spec_loads_with_its_prose(tmp_path: Path) -> None:
     claims = load_claims(spec)
     assert sorted(claims) == ["second.one", "topic.other", "topic.some-claim"]
     one = claims["topic.some-claim"]
-    assert one.topic == "topic" and one.file == "topic.md"
+    assert one.topic == "topic" and one.file == "family/topic.md" and one.family == "family"
     assert one.prose == "The prose of one."  # stops at the next heading
     assert one.sources[0].title == DOCUMENTS[DOC]
     assert claims["topic.other"].prose == "The prose of two."
@@ -136,55 +137,55 @@ def assert_claim_error(directory: Path, *fragments: str) -> ClaimError:
 def test_invalid_yaml_names_the_file_and_the_block(tmp_path: Path) -> None:
     bad = "id: topic.broken\ntitle: [unclosed\nkind: exact identity\n"
     write_spec(tmp_path, topic=[block(claim_fields()), block(bad)])
-    assert_claim_error(tmp_path, "topic.md", "#2", "YAML")
+    assert_claim_error(tmp_path, "family/topic.md", "#2", "YAML")
 
 
 def test_a_block_that_is_not_a_mapping_is_an_error(tmp_path: Path) -> None:
     write_spec(tmp_path, topic=[block("- just\n- a list\n")])
-    assert_claim_error(tmp_path, "topic.md", "mapping")
+    assert_claim_error(tmp_path, "family/topic.md", "mapping")
 
 
 def test_a_missing_required_field_names_file_claim_and_field(tmp_path: Path) -> None:
     write_spec(tmp_path, topic=[block(claim_fields(statement=None))])
-    assert_claim_error(tmp_path, "topic.md", "'topic.some-claim'", "statement")
+    assert_claim_error(tmp_path, "family/topic.md", "'topic.some-claim'", "statement")
 
 
 def test_a_verdict_outside_the_enum_is_an_error(tmp_path: Path) -> None:
     write_spec(tmp_path, topic=[block(claim_fields(verdict="mostly true"))])
-    assert_claim_error(tmp_path, "topic.md", "'topic.some-claim'", "verdict", "mostly true")
+    assert_claim_error(tmp_path, "family/topic.md", "'topic.some-claim'", "verdict", "mostly true")
 
 
 def test_an_unknown_field_is_an_error(tmp_path: Path) -> None:
     write_spec(tmp_path, topic=[block(claim_fields(verdcit="holds"))])
-    assert_claim_error(tmp_path, "topic.md", "'topic.some-claim'", "verdcit")
+    assert_claim_error(tmp_path, "family/topic.md", "'topic.some-claim'", "verdcit")
 
 
 def test_an_id_with_another_topic_prefix_is_an_error(tmp_path: Path) -> None:
     write_spec(tmp_path, topic=[block(claim_fields(id="masking.some-claim"))])
-    assert_claim_error(tmp_path, "topic.md", "'masking.some-claim'", "'topic.'")
+    assert_claim_error(tmp_path, "family/topic.md", "'masking.some-claim'", "'topic.'")
 
 
 def test_a_duplicate_id_is_an_error_naming_both_places(tmp_path: Path) -> None:
     # Ids carry their file's topic, so a duplicate can only occur within one file.
     write_spec(tmp_path, aaa=[block(claim_fields(id="aaa.x"))],
                topic=[block(claim_fields()), block(claim_fields(title="Again the same id"))])
-    assert_claim_error(tmp_path, "topic.md", "'topic.some-claim'", "already defined")
+    assert_claim_error(tmp_path, "family/topic.md", "'topic.some-claim'", "already defined")
 
 
 def test_an_unknown_source_document_is_an_error(tmp_path: Path) -> None:
     sources = [{"document": "999_0123456789abcdef.txt", "section": "Nowhere"}]
     write_spec(tmp_path, topic=[block(claim_fields(sources=sources))])
-    assert_claim_error(tmp_path, "topic.md", "'topic.some-claim'", "999_0123456789abcdef.txt")
+    assert_claim_error(tmp_path, "family/topic.md", "'topic.some-claim'", "999_0123456789abcdef.txt")
 
 
 def test_a_malformed_document_name_is_an_error(tmp_path: Path) -> None:
     write_spec(tmp_path, topic=[block(claim_fields(sources=[{"document": "notes.txt", "section": "S"}]))])
-    assert_claim_error(tmp_path, "topic.md", "'topic.some-claim'", "notes.txt")
+    assert_claim_error(tmp_path, "family/topic.md", "'topic.some-claim'", "notes.txt")
 
 
 def test_a_statistical_claim_needs_a_false_alarm_bound(tmp_path: Path) -> None:
     write_spec(tmp_path, topic=[block(claim_fields(kind="statistical"))])
-    assert_claim_error(tmp_path, "topic.md", "'topic.some-claim'", "false_alarm")
+    assert_claim_error(tmp_path, "family/topic.md", "'topic.some-claim'", "false_alarm")
     write_spec(tmp_path, topic=[block(claim_fields(kind="statistical", false_alarm="1e-6 per run"))])
     assert load_claims(tmp_path)["topic.some-claim"].false_alarm == "1e-6 per run"
 
@@ -192,21 +193,21 @@ def test_a_statistical_claim_needs_a_false_alarm_bound(tmp_path: Path) -> None:
 @pytest.mark.parametrize("verdict", ["imprecise", "false as stated"])
 def test_a_refuted_claim_needs_as_written_and_corrected(tmp_path: Path, verdict: str) -> None:
     write_spec(tmp_path, topic=[block(claim_fields(verdict=verdict, as_written="what they wrote"))])
-    assert_claim_error(tmp_path, "topic.md", "'topic.some-claim'", "corrected")
+    assert_claim_error(tmp_path, "family/topic.md", "'topic.some-claim'", "corrected")
     write_spec(tmp_path, topic=[block(claim_fields(verdict=verdict, corrected="y = y"))])
-    assert_claim_error(tmp_path, "topic.md", "'topic.some-claim'", "as_written")
+    assert_claim_error(tmp_path, "family/topic.md", "'topic.some-claim'", "as_written")
 
 
 def test_a_not_checkable_claim_needs_a_reason(tmp_path: Path) -> None:
     write_spec(tmp_path, topic=[block(claim_fields(verdict="not checkable", kind="not checkable"))])
-    assert_claim_error(tmp_path, "topic.md", "'topic.some-claim'", "reason")
+    assert_claim_error(tmp_path, "family/topic.md", "'topic.some-claim'", "reason")
 
 
 def test_an_unclosed_claim_block_is_an_error(tmp_path: Path) -> None:
     good = block(claim_fields())
     unclosed = "```yaml claim\n" + yaml.safe_dump(claim_fields(id="topic.lost"), sort_keys=False)
     write_spec(tmp_path, topic=[good, unclosed])
-    assert_claim_error(tmp_path, "topic.md")
+    assert_claim_error(tmp_path, "family/topic.md")
 
 
 def test_the_error_names_the_offending_file_among_several(tmp_path: Path) -> None:
@@ -288,7 +289,7 @@ def test_every_assertion_of_a_property_carries_a_message() -> None:
     import specformer.properties
 
     bare = []
-    for path in sorted(Path(specformer.properties.__file__).parent.glob("*.py")):
+    for path in sorted(Path(specformer.properties.__file__).parent.glob("**/*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Assert) and node.msg is None:
                 bare.append(f"{path.name}:{node.lineno}")

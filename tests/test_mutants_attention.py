@@ -1,4 +1,4 @@
-"""Every property of ``properties/attention.py`` catches at least one wrong implementation."""
+"""Every property of ``properties/attention/attention.py`` catches at least one wrong implementation."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import torch
 
 from conftest import assert_caught
 from mutants import NO_SCALE, SOFTMAX_WRONG_AXIS, Mutant, attention_with
-from specformer.reference.attention import AttentionOutput
-from specformer.reference.masks import apply_mask
-from specformer.reference.scores import scaled_dot_product_scores
+from specformer.reference.attention.attention import AttentionOutput
+from specformer.reference.attention.masks import apply_mask
+from specformer.reference.attention.scores import scaled_dot_product_scores
 
 
 def from_weights(name: str, weights_fn, output_fn=None) -> Mutant:

@@ -1,4 +1,4 @@
-"""Every property of ``properties/attention_depth.py`` catches a wrong implementation."""
+"""Every property of ``properties/attention/attention_depth.py`` catches a wrong implementation."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from conftest import assert_caught, run_row
-from specformer.reference.attention import AttentionOutput
+from specformer.reference.attention.attention import AttentionOutput
 
 
 def _softmax_weights(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""Every property of ``properties/attention_scores.py`` catches at least one wrong implementation.
+"""Every property of ``properties/attention/attention_scores.py`` catches at least one wrong implementation.
 
 Properties about the mathematics (``needs=()``) run against ``math``: the hold must pass
 and the refutation refute, and replacing the formula they examine with a wrong (or, for
@@ -23,8 +23,8 @@ from mutants import (
     SOFTMAX_WRONG_AXIS,
 )
 from specformer.adapters.reference import implementation as reference
-from specformer.properties import attention_scores
-from specformer.reference import scores as reference_scores
+from specformer.properties.attention import attention_scores
+from specformer.reference.attention import scores as reference_scores
 
 P = "attention_scores."
 

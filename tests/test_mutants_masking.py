@@ -1,4 +1,4 @@
-"""Every property of ``properties/masking.py`` catches at least one wrong implementation.
+"""Every property of ``properties/attention/masking.py`` catches at least one wrong implementation.
 
 Refutations are "caught" by a mutant under which the claim as written is true: the
 property then finds no counterexample and the row fails. Properties about the
@@ -23,7 +23,7 @@ from mutants import (
     Mutant,
     attention_with,
 )
-from specformer.properties import masking
+from specformer.properties.attention import masking
 
 IGNORES_CAUSAL = Mutant("ignores-causal-flag", lambda q, k, v, mask=None, *, causal=False:
                         attention_with()(q, k, v, mask))

@@ -1,4 +1,4 @@
-"""Every property of ``properties/multihead.py`` catches at least one wrong implementation.
+"""Every property of ``properties/attention/multihead.py`` catches at least one wrong implementation.
 
 Math-level properties (``needs=()``) have no implementation to mutate: their tests feed
 the property a wrong table row or a wrong library and check that it objects.
@@ -31,7 +31,7 @@ from mutants import (
 from specformer.adapters.reference import implementation as reference
 from specformer.adapters.torch_mha import implementation as torch_mha
 from specformer.context import Context
-from specformer.properties import multihead
+from specformer.properties.attention import multihead
 
 CONCAT = "multihead.output_is_the_concatenation_of_the_heads_times_w_o"
 SINGLE = "multihead.one_head_is_attention_of_the_projections_times_w_o"

@@ -1,4 +1,4 @@
-"""The statistical properties of ``properties/scaling.py``: outcomes, false-alarm bounds, power.
+"""The statistical properties of ``properties/attention/scaling.py``: outcomes, false-alarm bounds, power.
 
 These properties are about the mathematics (``needs=()``), so there is no implementation
 to mutate. Instead each test checks that a hold property passes and a refutation
@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from conftest import run_row
-from specformer.properties import scaling
+from specformer.properties.attention import scaling
 
 OUTCOMES = {
     "scaling.dot_products_of_standardised_vectors_have_variance_d_k": "pass",

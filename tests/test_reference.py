@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from specformer.reference.attention import check_qkv, scaled_dot_product_attention
-from specformer.reference.masks import apply_mask, causal_mask, check_mask, local_mask, padding_mask
-from specformer.reference.multihead import MultiHeadParams, merge_heads, multi_head_attention, split_heads
-from specformer.reference.scores import (
+from specformer.reference.attention.attention import check_qkv, scaled_dot_product_attention
+from specformer.reference.attention.masks import apply_mask, causal_mask, check_mask, local_mask, padding_mask
+from specformer.reference.attention.multihead import MultiHeadParams, merge_heads, multi_head_attention, split_heads
+from specformer.reference.attention.scores import (
     SCORE_FUNCTIONS,
     additive_scores,
     cosine_scores,
@@ -19,7 +19,7 @@ from specformer.reference.scores import (
     general_scores,
     scaled_dot_product_scores,
 )
-from specformer.reference.softmax import softmax
+from specformer.reference.attention.softmax import softmax
 
 F64 = torch.float64
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),

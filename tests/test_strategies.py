@@ -8,8 +8,8 @@ import torch
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from specformer.properties import strategies as sf
-from specformer.reference.multihead import MultiHeadParams
+from specformer.properties.attention import strategies as sf
+from specformer.reference.attention.multihead import MultiHeadParams
 
 FEW = settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 

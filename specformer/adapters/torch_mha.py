@@ -24,9 +24,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from specformer.protocol import NotApplicable
-from specformer.reference.attention import AttentionOutput
-from specformer.reference.masks import causal_mask
-from specformer.reference.multihead import MultiHeadParams
+from specformer.reference.attention.attention import AttentionOutput
+from specformer.reference.attention.masks import causal_mask
+from specformer.reference.attention.multihead import MultiHeadParams
 
 
 def _module(params: MultiHeadParams) -> nn.MultiheadAttention:

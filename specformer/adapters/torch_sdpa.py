@@ -17,8 +17,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from specformer.reference.attention import AttentionOutput
-from specformer.reference.masks import causal_mask
+from specformer.reference.attention.attention import AttentionOutput
+from specformer.reference.attention.masks import causal_mask
 
 
 class TorchSDPA:

@@ -1,7 +1,7 @@
-"""Properties of attention masks (``spec/masking.md``).
+"""Properties of attention masks (``spec/attention/masking.md``).
 
 Masks follow the protocol's convention, True = may attend; the causal, padding and band
-masks come from :mod:`specformer.reference.masks`, which only builds boolean matrices
+masks come from :mod:`specformer.reference.attention.masks`, which only builds boolean matrices
 (``tril``, ``arange < length``, ``|i - j| <= w``). Expected values come from the float64
 formulas of :mod:`.expected` or from invariance: perturbing what a mask hides must
 change nothing. Refutations (``expect="counterexample"``) state a claim exactly as the
@@ -23,7 +23,7 @@ from torch import nn
 
 from specformer.context import Context
 from specformer.property import claim_property
-from specformer.reference.masks import causal_mask, local_mask, padding_mask
+from specformer.reference.attention.masks import causal_mask, local_mask, padding_mask
 
 from . import strategies as sf
 from .expected import attention_formula

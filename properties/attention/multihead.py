@@ -1,4 +1,4 @@
-"""Properties of multi-head attention (``spec/multihead.md``).
+"""Properties of multi-head attention (``spec/attention/multihead.md``).
 
 ``MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O`` with
 ``head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)``; head ``i`` owns columns
@@ -27,8 +27,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from specformer.context import Context
 from specformer.property import claim_property
 from specformer.protocol import NotApplicable
-from specformer.reference.masks import causal_mask
-from specformer.reference.multihead import MultiHeadParams
+from specformer.reference.attention.masks import causal_mask
+from specformer.reference.attention.multihead import MultiHeadParams
 
 from . import strategies as sf
 from .expected import attention_formula, multihead_formula

@@ -1,4 +1,4 @@
-r"""Properties of the scaling factor ``1/sqrt(d_k)`` (``spec/scaling.md``).
+r"""Properties of the scaling factor ``1/sqrt(d_k)`` (``spec/attention/scaling.md``).
 
 The claims are about random vectors, so the properties are statistical and about the
 mathematics itself (``needs=()``, run once against the pseudo-implementation ``math``

@@ -1,9 +1,4 @@
-"""The implementation protocol: the operations a user's code may provide.
-
-An implementation is any object with a ``name`` and some of the methods below. The
-suite checks each property against every implementation that provides the operations
-the property needs; a property whose operations are missing is *not applicable*, not a
-failure. Implementations are duck-typed: subclassing is not required.
+"""The attention family's operations: attention, multi-head attention, score functions.
 
 Conventions (the same for every implementation; adapters convert):
 
@@ -13,37 +8,22 @@ Conventions (the same for every implementation; adapters convert):
 * projections multiply on the right, ``Q = X W^Q`` with ``W^Q`` of shape
   ``(d_model, h * d_k)``, as in the documents.
 
-This module does not define tokenizers, embeddings or blocks yet: later families add
-their operations here.
+This module declares the operations only; :mod:`specformer.checked.attention` calls them
+and checks what they return.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-from specformer.reference.attention import AttentionOutput
-from specformer.reference.multihead import MultiHeadParams
+from specformer.protocol.base import Family, Operation
+from specformer.reference.attention.attention import AttentionOutput
+from specformer.reference.attention.multihead import MultiHeadParams
 
-__all__ = [
-    "AttentionOutput",
-    "AttentionImplementation",
-    "MultiHeadImplementation",
-    "MultiHeadParams",
-    "NotApplicable",
-    "OPERATIONS",
-    "provided_operations",
-]
-
-
-class NotApplicable(Exception):
-    """Raised by an adapter for inputs it cannot take (a shape, dtype or device).
-
-    The suite treats the example as outside the implementation's domain. When no
-    example at all is in the domain, the row is reported as *not applicable*, with
-    this exception's message as the reason.
-    """
+__all__ = ["AttentionOutput", "AttentionImplementation", "MultiHeadImplementation", "MultiHeadParams",
+           "ScoreImplementation", "FAMILY"]
 
 
 @runtime_checkable
@@ -105,21 +85,12 @@ class ScoreImplementation(Protocol):
         ...
 
 
-class Operation(NamedTuple):
-    """An operation of the protocol: the method name and the protocol declaring it."""
-
-    method: str
-    protocol: type
-
-
-#: Every operation a property may need, by name.
-OPERATIONS: dict[str, Operation] = {
-    "attention": Operation("attention", AttentionImplementation),
-    "multihead_attention": Operation("multihead_attention", MultiHeadImplementation),
-    "score": Operation("score", ScoreImplementation),
-}
-
-
-def provided_operations(impl: object) -> frozenset[str]:
-    """The operations an implementation provides (callable attributes of that name)."""
-    return frozenset(name for name, op in OPERATIONS.items() if callable(getattr(impl, op.method, None)))
+#: The attention family: its operations, registered in :data:`specformer.protocol.FAMILIES`.
+FAMILY = Family(
+    "attention",
+    (
+        Operation("attention", AttentionImplementation),
+        Operation("multihead_attention", MultiHeadImplementation),
+        Operation("score", ScoreImplementation),
+    ),
+)

@@ -1,4 +1,4 @@
-"""Properties of scaled dot-product attention (``spec/attention.md``).
+"""Properties of scaled dot-product attention (``spec/attention/attention.md``).
 
 Each property states the mathematics and compares the implementation against the
 float64 formulas of :mod:`.expected`. Refutations (``expect="counterexample"``) state a

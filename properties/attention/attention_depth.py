@@ -1,4 +1,4 @@
-"""Stacks of self-attention layers: rank collapse with depth (``spec/attention.md``).
+"""Stacks of self-attention layers: rank collapse with depth (``spec/attention/attention.md``).
 
 A stack of ``L`` self-attention layers without feed-forward nets maps a sequence
 ``X_0`` (``t x d``, one row per token) through

@@ -1,11 +1,11 @@
 """Properties of the score functions, kernel regression as attention, and attention's cost
-(``spec/attention.md``).
+(``spec/attention/attention.md``).
 
 The slides write attention as ``softmax(f(Q, K)) V`` for a score function ``f`` and
 tabulate four choices (Gaussian, cosine, additive, general); the course notes add the
 dot product and its scaled version. The score properties call the implementation's
 ``score(kind, q, k, **params)`` and compare with each formula written out here in
-float64 (``einsum`` and explicit differences, not :mod:`specformer.reference.scores`).
+float64 (``einsum`` and explicit differences, not :mod:`specformer.reference.attention.scores`).
 Refutations (``expect="counterexample"``) state the table's formulas exactly as written
 and carry a hand-picked counterexample.
 
@@ -34,7 +34,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from specformer.context import Context
 from specformer.property import claim_property
 from specformer.protocol import NotApplicable
-from specformer.reference import scores as reference_scores
+from specformer.reference.attention import scores as reference_scores
 
 from . import strategies as sf
 
@@ -364,7 +364,7 @@ def _counted_flops(fn, *args, **kwargs) -> int:
 def dot_scores_need_no_parameters_and_fewer_flops_than_additive_scores(ctx: Context, b, t_q, t_k, d_k, d_a) -> None:
     """Parameters ``P_dot = 0 < P_add = d_a (2 d_k + 1)``; counted FLOPs ``dot < additive``.
 
-    Parameters are the tensors a score function of :mod:`specformer.reference.scores`
+    Parameters are the tensors a score function of :mod:`specformer.reference.attention.scores`
     takes besides ``q`` and ``k``: none for ``dot_product_scores``; ``w (d_a, 2 d_k)`` and
     ``v (d_a,)`` for ``additive_scores``. FLOPs are what ``FlopCounterMode`` counts in one
     call on ``B t_q t_k`` pairs: ``2 d_k`` per pair for the dot product (one ``bmm``), and

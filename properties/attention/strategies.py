@@ -1,0 +1,105 @@
+"""Strategies of the attention family: attention and multi-head inputs, boolean masks.
+
+Built on the shared :mod:`specformer.properties.strategies` (re-exported here, so a
+property module imports one ``strategies``). Everything is float64 on the CPU; masks use
+the protocol's convention, True = may attend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from specformer.properties.strategies import BOUND, bounded_floats, permutations_of, seeds, tensors
+from specformer.reference.attention.multihead import MultiHeadParams
+
+__all__ = ["BOUND", "bounded_floats", "permutations_of", "seeds", "tensors", "AttentionCase", "masks",
+           "attention_cases", "MultiHeadCase", "multihead_params", "multihead_cases"]
+
+
+@dataclass(frozen=True)
+class AttentionCase:
+    """Inputs of one attention call: ``q (B,t_q,d_k)``, ``k (B,t_k,d_k)``, ``v (B,t_k,d_v)``, mask."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    mask: torch.Tensor | None = None
+
+    @property
+    def shape(self) -> tuple[int, int, int, int, int]:
+        """``(B, t_q, t_k, d_k, d_v)``."""
+        return (self.q.shape[0], self.q.shape[1], self.k.shape[1], self.q.shape[2], self.v.shape[2])
+
+
+@st.composite
+def masks(draw: st.DrawFn, batch: int, t_q: int, t_k: int, *, empty_rows: bool = False) -> torch.Tensor:
+    """``(B, t_q, t_k)`` boolean masks, True = may attend; every row keeps a key unless ``empty_rows``."""
+    mask = torch.from_numpy(draw(arrays(np.bool_, (batch, t_q, t_k))))
+    if not empty_rows:
+        keep = draw(arrays(np.int64, (batch, t_q), elements=st.integers(0, t_k - 1)))
+        mask.scatter_(-1, torch.from_numpy(keep)[..., None], True)  # one allowed key per row
+    return mask
+
+
+@st.composite
+def attention_cases(
+    draw: st.DrawFn,
+    *,
+    max_batch: int = 2,
+    max_t: int = 5,
+    max_d: int = 6,
+    self_attention: bool = False,
+    masked: bool | None = False,
+    bound: float = BOUND,
+) -> AttentionCase:
+    """Queries, keys and values; ``self_attention`` gives ``t_q == t_k``; ``masked=None`` draws either."""
+    b = draw(st.integers(1, max_batch))
+    t_k = draw(st.integers(1, max_t))
+    t_q = t_k if self_attention else draw(st.integers(1, max_t))
+    d_k, d_v = draw(st.integers(1, max_d)), draw(st.integers(1, max_d))
+    q = draw(tensors((b, t_q, d_k), bound))
+    k = draw(tensors((b, t_k, d_k), bound))
+    v = draw(tensors((b, t_k, d_v), bound))
+    use_mask = draw(st.booleans()) if masked is None else masked
+    mask = draw(masks(b, t_q, t_k)) if use_mask else None
+    return AttentionCase(q, k, v, mask)
+
+
+@dataclass(frozen=True)
+class MultiHeadCase:
+    """Inputs of one multi-head call: ``query (B,t_q,d_model)``, ``source (B,t_k,d_model)``, weights."""
+
+    query: torch.Tensor
+    source: torch.Tensor
+    params: MultiHeadParams
+
+
+@st.composite
+def multihead_params(
+    draw: st.DrawFn, *, d_model: int | None = None, h: int | None = None, d_v: int | None = None,
+    max_h: int = 4, max_head_width: int = 4,
+) -> MultiHeadParams:
+    """Projection weights; by default ``d_k = d_v = d_model / h`` (what PyTorch's module needs)."""
+    h = h if h is not None else draw(st.integers(1, max_h))
+    if d_model is None:
+        d_model = h * draw(st.integers(1, max_head_width))
+    d_k = d_model // h
+    d_v = d_k if d_v is None else d_v
+    w = lambda rows, cols: draw(tensors((rows, cols), 1.0))  # noqa: E731
+    return MultiHeadParams(w(d_model, h * d_k), w(d_model, h * d_k), w(d_model, h * d_v), w(h * d_v, d_model), h)
+
+
+@st.composite
+def multihead_cases(draw: st.DrawFn, *, max_batch: int = 2, max_t: int = 5, self_attention: bool = False,
+                    h: int | None = None) -> MultiHeadCase:
+    """Multi-head inputs; ``self_attention`` makes the source the query sequence itself."""
+    params = draw(multihead_params(h=h))
+    b, t_q = draw(st.integers(1, max_batch)), draw(st.integers(1, max_t))
+    query = draw(tensors((b, t_q, params.d_model)))
+    source = query if self_attention else draw(tensors((b, draw(st.integers(1, max_t)), params.d_model)))
+    return MultiHeadCase(query, source, params)
