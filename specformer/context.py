@@ -1,138 +1,175 @@
 """The context a property runs in: one implementation, one device, one dtype.
 
 Properties draw float64 inputs on the CPU and call the implementation through the
-context, which moves inputs to the device and dtype under test, checks what comes back
-(type, shape, dtype, device) and returns it as float64 on the CPU for comparison with
-the mathematics. A misbehaving implementation raises :class:`ImplementationError` with
-a message naming the operation and the problem; an adapter's
-:class:`~specformer.protocol.NotApplicable` marks the example as outside its domain.
+context. The context casts the inputs to the dtype under test and sends *copies* to the
+implementation's worker (:mod:`specformer.supervisor`), which moves them to the device;
+what comes back is plain data (:mod:`specformer.wire`), checked here (type, shape,
+dtype, device) and returned as float64 on the CPU for comparison with the mathematics.
+Nothing the implementation does can reach the property's own tensors or the expected
+values, which are computed in this process.
 
-This module does not decide outcomes; :mod:`specformer.runner` does.
+A misbehaving implementation raises :class:`ImplementationError` (it raised, returned
+something malformed, or modified an input in place) or
+:class:`~specformer.supervisor.WorkerLost` (its worker crashed, exited or hung); an
+adapter's :class:`~specformer.protocol.NotApplicable` marks the example as outside its
+domain.
+
+The operations of each family are checked wrappers in :mod:`specformer.checked`; the
+:class:`Context` class mixes them in. This module does not decide outcomes;
+:mod:`specformer.runner` does.
 """
 
 from __future__ import annotations
 
-import inspect
-from typing import Any, Callable
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator, Protocol
 
 import torch
 from hypothesis import reject
 
+from specformer.checked.attention import AttentionCalls
 from specformer.properties.tolerances import DTYPES, Tolerance, tolerance
-from specformer.protocol import AttentionOutput, MultiHeadParams, NotApplicable
+from specformer.protocol import NotApplicable
+from specformer.supervisor import WorkerLost, WorkerPool
+from specformer.wire import WireTensor, describe
+from specformer.worker import run_locally
 
 
 class ImplementationError(Exception):
     """The implementation under test raised, or returned something malformed."""
 
 
-class Context:
+class Backend(Protocol):
+    """Where an implementation's calls go: a worker process, or (tests only) this process."""
+
+    def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
+        """Run one call request; the worker's decoded answer."""
+        ...
+
+
+class WorkerBackend:
+    """Calls go to the pool's worker for ``spec`` (started or restarted as needed)."""
+
+    def __init__(self, pool: WorkerPool, spec: str) -> None:
+        self.pool, self.spec = pool, spec
+
+    def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
+        worker = self.pool.worker(self.spec, deadline)
+        if worker.load_answer.get("status") != "loaded":
+            raise WorkerLost(f"the implementation could not be loaded: {worker.load_answer.get('message', '')}")
+        return worker.request(request, what, deadline)
+
+
+class LocalBackend:
+    """Calls run in this process, through the same copies and codec as a worker.
+
+    For the harness's own tests (mutants): fast, but without the worker's protection
+    against crashes, hangs or patched globals. The suite never uses it.
+    """
+
+    def __init__(self, impl: Any) -> None:
+        self.impl = impl
+
+    def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
+        return run_locally(self.impl, request)
+
+
+def _text(value: Any, limit: int = 2000) -> str:
+    return (value if isinstance(value, str) else repr(value))[:limit]
+
+
+class ContextBase:
     """What a property needs to know: the implementation, device, dtype and tolerance."""
 
-    def __init__(self, impl: Any, impl_name: str, device: str, dtype: str) -> None:
-        self.impl = impl
+    def __init__(self, backend: Backend, impl_name: str, device: str, dtype: str,
+                 deadline: float | None = None) -> None:
+        self.backend = backend
         self.impl_name = impl_name
         self.device = torch.device(device)
         self.dtype_name = dtype
         self.dtype: torch.dtype = DTYPES[dtype]
         self.tol: Tolerance = tolerance(dtype)
-        self.examples = 0
+        self.deadline = deadline if deadline is not None else time.monotonic() + 3600.0
+        self.out_of_domain = 0
         self.not_applicable: list[str] = []
+        self._flops: list[int] | None = None
 
     def __repr__(self) -> str:
         return f"Context({self.impl_name}, {self.device.type}, {self.dtype_name})"
 
     # -- moving data -------------------------------------------------------------------
     def cast(self, x: torch.Tensor | None) -> torch.Tensor | None:
-        """A float64 CPU tensor moved to the device and dtype under test (bool stays bool)."""
-        if x is None:
-            return None
-        if x.dtype == torch.bool:
-            return x.to(self.device)
-        return x.to(device=self.device, dtype=self.dtype)
+        """A float64 CPU tensor in the dtype under test (bool stays bool); still on the CPU.
+
+        The worker moves it to the device; what crosses is always a copy.
+        """
+        if x is None or x.dtype == torch.bool:
+            return x
+        return x.to(dtype=self.dtype)
 
     def _returned(self, op: str, value: Any, shape: tuple[int, ...], what: str) -> torch.Tensor:
         """Check a returned tensor and bring it back as float64 on the CPU."""
-        if not isinstance(value, torch.Tensor):
-            raise ImplementationError(f"{op} returned {type(value).__name__} for {what}, expected a torch.Tensor")
+        if not isinstance(value, WireTensor):
+            raise ImplementationError(f"{op} returned {describe(value)} for {what}, expected a torch.Tensor")
         if tuple(value.shape) != shape:
             raise ImplementationError(f"{op} returned {what} of shape {tuple(value.shape)}, expected {shape}")
-        if value.dtype != self.dtype:
-            raise ImplementationError(f"{op} returned {what} of dtype {value.dtype}, expected {self.dtype}")
-        if value.device.type != self.device.type:
+        if value.dtype != self.dtype_name:
+            raise ImplementationError(f"{op} returned {what} of dtype torch.{value.dtype}, expected {self.dtype}")
+        if value.device.split(":")[0] != self.device.type:
             raise ImplementationError(f"{op} returned {what} on {value.device}, expected {self.device.type}")
-        return value.detach().to(device="cpu", dtype=torch.float64)
+        if value.data is None:
+            raise ImplementationError(f"{op} returned {what} whose values cannot be read: {value.problem}")
+        return value.data.to(dtype=torch.float64)
 
-    def call(self, op: str, *args: Any, **kwargs: Any) -> Any:
-        """Call operation ``op`` of the implementation; wrap its failures."""
-        method: Callable[..., Any] | None = getattr(self.impl, op, None)
-        if method is None:
-            raise NotApplicable(f"{self.impl_name} does not provide {op}")
-        try:
-            return method(*args, **kwargs)
-        except NotApplicable as exc:
-            self.not_applicable.append(str(exc))
-            reject()
-        except ImplementationError:
-            raise
-        except (Exception, SystemExit) as exc:  # the implementation's own failure (its asserts too)
-            raise ImplementationError(f"{self.impl_name}.{op} raised {type(exc).__name__}: {exc}") from exc
+    # -- calling -----------------------------------------------------------------------
+    @contextmanager
+    def counting_flops(self) -> Iterator[list[int]]:
+        """Count, in the worker, the FLOPs ``FlopCounterMode`` sees in the calls made inside.
 
-    # -- the protocol's operations -----------------------------------------------------
-    def attention(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        *,
-        causal: bool = False,
-        need_weights: bool = True,
-    ) -> AttentionOutput:
-        """The implementation's attention, as float64 CPU tensors (weights may be None).
-
-        ``need_weights=False`` is passed on only to implementations that accept it.
+        Yields a one-element list holding the running total.
         """
-        options: dict[str, Any] = {"causal": causal}
-        if not need_weights and accepts(getattr(self.impl, "attention", None), "need_weights"):
-            options["need_weights"] = False
-        result = self.call("attention", self.cast(q), self.cast(k), self.cast(v), self.cast(mask), **options)
-        if not isinstance(result, tuple) or len(result) != 2:
-            raise ImplementationError(
-                f"attention returned {type(result).__name__}, expected (output, weights) or AttentionOutput"
-            )
-        lead, t_q, t_k, d_v = tuple(q.shape[:-2]), q.shape[-2], k.shape[-2], v.shape[-1]
-        output = self._returned("attention", result[0], (*lead, t_q, d_v), "output")
-        weights = None if result[1] is None else self._returned("attention", result[1], (*lead, t_q, t_k), "weights")
-        return AttentionOutput(output, weights)
+        self._flops = [0]
+        try:
+            yield self._flops
+        finally:
+            self._flops = None
 
-    def weights(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-                *, causal: bool = False) -> torch.Tensor:
-        """The attention weights; not applicable when the implementation hides them."""
-        weights = self.attention(q, k, v, mask, causal=causal).weights
-        if weights is None:
-            self.not_applicable.append(f"{self.impl_name} does not expose attention weights")
+    def call(self, op: str, *args: Any, names: tuple[str, ...] = (), optional: dict[str, Any] | None = None,
+             **kwargs: Any) -> Any:
+        """Call operation ``op`` of the implementation in its worker; its decoded result.
+
+        ``optional`` keywords are passed only if the operation accepts them.
+        """
+        request = {"op": "call", "method": op, "args": args, "kwargs": kwargs, "optional": optional or {},
+                   "names": names, "device": str(self.device), "count_flops": self._flops is not None}
+        answer = self.backend.call(request, f"calling {op}", self.deadline)
+        status = answer.get("status")
+        if status == "missing":
+            raise NotApplicable(f"{self.impl_name} does not provide {op}")
+        if status == "not-applicable":
+            self.out_of_domain += 1
+            self.not_applicable.append(_text(answer.get("message", "")))
             reject()
-        return weights
-
-    def multihead_attention(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                            params: MultiHeadParams, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """The implementation's multi-head attention, as a float64 CPU tensor."""
-        moved: dict[int, torch.Tensor | None] = {}  # cast each object once: self-attention keeps key is query
-        for x in (query, key, value):
-            moved.setdefault(id(x), self.cast(x))
-        result = self.call(
-            "multihead_attention", moved[id(query)], moved[id(key)], moved[id(value)],
-            params.to(self.device, self.dtype), self.cast(mask),
-        )
-        shape = (query.shape[0], query.shape[1], params.d_model)
-        return self._returned("multihead_attention", result, shape, "output")
-
-    def score(self, kind: str, q: torch.Tensor, k: torch.Tensor, **params: Any) -> torch.Tensor:
-        """The implementation's score function ``kind``, as a float64 CPU tensor."""
-        moved = {n: self.cast(p) if isinstance(p, torch.Tensor) else p for n, p in params.items()}
-        result = self.call("score", kind, self.cast(q), self.cast(k), **moved)
-        return self._returned("score", result, (*q.shape[:-2], q.shape[-2], k.shape[-2]), f"{kind} scores")
+        if status == "raised":
+            where = f" (at {_text(answer['where'], 200)})" if answer.get("where") else ""
+            raise ImplementationError(f"{self.impl_name}.{op} raised {_text(answer.get('type'), 200)}: "
+                                      f"{_text(answer.get('message', ''))}{where}")
+        if status == "unencodable":
+            raise ImplementationError(f"{self.impl_name}.{op} returned a value that cannot be read: "
+                                      f"{_text(answer.get('message', ''))}")
+        if status != "ok":
+            raise ImplementationError(f"{self.impl_name}.{op}: unexpected answer {_text(status, 100)}")
+        mutated = answer.get("mutated") or []
+        if mutated:
+            raise ImplementationError(f"{self.impl_name}.{op} modified its input "
+                                      f"{', '.join(_text(m, 100) for m in mutated)} in place")
+        if self._flops is not None:
+            flops = answer.get("flops")
+            if type(flops) is not int or flops < 0:
+                raise ImplementationError(f"{self.impl_name}.{op}: no FLOP count came back")
+            self._flops[0] += flops
+        return answer.get("value")
 
     # -- comparing ---------------------------------------------------------------------
     def assert_close(self, actual: torch.Tensor, expected: torch.Tensor, what: str,
@@ -145,13 +182,11 @@ class Context:
         assert_close(actual, expected, what, Tolerance(self.tol.rtol * scale, self.tol.atol * scale))
 
 
-def accepts(fn: Callable[..., Any] | None, parameter: str) -> bool:
-    """Whether ``fn`` takes a keyword argument ``parameter`` (by name or through ``**kwargs``)."""
-    try:
-        params = inspect.signature(fn).parameters.values()  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == parameter or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+class Context(AttentionCalls, ContextBase):
+    """The context of a property: the shared machinery plus each family's checked calls.
+
+    A new family registers by adding its ``checked`` mixin to the bases.
+    """
 
 
 def assert_close(actual: torch.Tensor, expected: torch.Tensor, what: str, tol: Tolerance) -> None:

@@ -71,6 +71,14 @@ def _import_file(path: Path) -> Any:
     return module
 
 
+def file_target(spec: str) -> Path | None:
+    """The file an ``--impl`` argument names, or ``None`` when it names a module."""
+    target, _ = _split(spec)
+    if target.endswith(".py") or "/" in target or "\\" in target:
+        return Path(target)
+    return None
+
+
 def load_implementation(spec: str) -> LoadedImplementation:
     """Resolve ``spec`` to an implementation; raise :class:`ImplementationLoadError` with the reason."""
     target, attribute = _split(BUILTIN.get(spec, spec))

@@ -1,16 +1,33 @@
-"""The pytest plugin: collects properties as test items and writes the report.
+"""The pytest plugin: collects properties as test items, runs them, and writes the report.
 
 Registered through the ``pytest11`` entry point, so ``pytest --pyargs
 specformer.properties --impl torch-sdpa`` works as ``specformer run --impl torch-sdpa``
-does. Files of ``specformer.properties`` become one item per property × implementation
-× device × dtype; each item runs through :func:`specformer.runner.run_property`, so a
-misbehaving implementation produces a row, never a crashed session. Outside the
-properties folder the plugin does nothing but add its options.
+does. Files of ``specformer.properties/<family>/`` become one item per property ×
+implementation × device × dtype; each item runs through
+:func:`specformer.runner.run_property`, so a misbehaving implementation produces a row,
+never a crashed session. Outside the properties folder the plugin does nothing but add
+its options.
+
+The controlling process (the only process without ``pytest-xdist``, or xdist's
+controller with ``-n N``):
+
+1. loads every implementation once in a worker, to learn its name and operations (an
+   implementation that fails to load is reported, with no rows);
+2. writes the report at once, marked ``running``, so that no earlier report survives a
+   run that dies;
+3. receives every finished row (from its own items or from xdist's workers) and
+   rewrites the report as rows arrive; at the end marks it ``complete`` or
+   ``interrupted``.
+
+An implementation that provides none of a family's operations gets no rows for that
+family: the report lists the family under the implementation's ``omitted_families``
+and the summary prints one line for it.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,26 +39,64 @@ import torch
 import specformer.properties
 from specformer import devices
 from specformer.adapters import DEFAULT_IMPLEMENTATIONS
-from specformer.loading import ImplementationLoadError, LoadedImplementation, load_implementation
+from specformer.context import WorkerBackend
 from specformer.profiles import PROFILES
-from specformer.property import REGISTRY, Property, property_modules
-from specformer.report import build_report, write_report
+from specformer.property import REGISTRY, Property, load_properties, property_modules
+from specformer.protocol import FAMILIES
+from specformer.report import ReportWriter, implementation_entry
 from specformer.runner import MATH, RowResult, run_property
+from specformer.supervisor import DEFAULT_MEMORY_MIB, WorkerPool, WorkerSettings, shutdown
 
 PROPERTIES_DIR = Path(specformer.properties.__file__).parent.resolve()
 _STATE = pytest.StashKey["SuiteState"]()
+_ROW_KEY = "specformer_row"
+_IMPLS_KEY = "specformer_implementations"
 
 
 class SuiteState:
-    """What one session collects and runs."""
+    """What one pytest process knows about the run."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.rows: list[RowResult] = []
-        self.collected = 0
+        self.rows: list[dict[str, Any]] = []
+        self.expected_rows: int | None = None
         self.start = time.perf_counter()
-        self._impls: list[LoadedImplementation] | None = None
+        self.writer: ReportWriter | None = None
+        self._pool: WorkerPool | None = None
+        self._impls: list[dict[str, Any]] | None = None
         self._threads: int | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether this session runs properties (else the plugin only adds its options)."""
+        if any(self.option(name) for name in ("specformer_report", "specformer_impl", "specformer_claims",
+                                               "specformer_property")):
+            return True
+        for arg in self.config.args:
+            if arg.split("::")[0].rstrip("/").endswith(("specformer.properties", "properties")):
+                return True
+            try:
+                path = Path(arg.split("::")[0]).resolve()
+            except (OSError, ValueError):
+                continue
+            if path == PROPERTIES_DIR or PROPERTIES_DIR in path.parents:
+                return True
+        return False
+
+    @property
+    def is_xdist_worker(self) -> bool:
+        """Whether this process is one of xdist's workers (it runs items, it reports nothing)."""
+        return hasattr(self.config, "workerinput")
+
+    @property
+    def is_xdist_controller(self) -> bool:
+        """Whether this process hands items to xdist workers."""
+        return not self.is_xdist_worker and bool(getattr(self.config.option, "numprocesses", None)) \
+            and self.config.pluginmanager.hasplugin("dsession")
+
+    def option(self, name: str) -> Any:
+        """A command-line option of the plugin."""
+        return self.config.getoption(name)
 
     def limit_threads(self) -> None:
         """Set torch's intra-op threads for the run, once (restored at the end of the session)."""
@@ -54,20 +109,44 @@ class SuiteState:
         if self._threads is not None:
             torch.set_num_threads(self._threads)
 
-    def option(self, name: str) -> Any:
-        """A command-line option of the plugin."""
-        return self.config.getoption(name)
+    @property
+    def pool(self) -> WorkerPool:
+        """This process's workers, one per implementation."""
+        if self._pool is None:
+            cuda = "cuda" in devices.requested_devices(self.option("specformer_device"))
+            memory = self.option("specformer_memory_limit")
+            self._pool = WorkerPool(WorkerSettings(threads=self.option("specformer_threads"),
+                                                   memory_mib=memory or None, memory_kind="data" if cuda else "as"))
+        return self._pool
+
+    def close(self) -> None:
+        """Stop this process's workers."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     @property
-    def implementations(self) -> list[LoadedImplementation]:
-        """The implementations named by ``--impl`` (default: the shipped three)."""
+    def implementations(self) -> list[dict[str, Any]]:
+        """The implementations named by ``--impl`` (default: the shipped three), as report entries.
+
+        The controlling process loads each one in a worker; xdist's workers receive the
+        entries from it, so that every process collects the same items.
+        """
         if self._impls is None:
-            specs = self.option("specformer_impl") or list(DEFAULT_IMPLEMENTATIONS)
-            try:
-                self._impls = [load_implementation(s) for s in specs]
-            except ImplementationLoadError as exc:
-                raise pytest.UsageError(str(exc)) from None
+            if self.is_xdist_worker:
+                self._impls = json.loads(self.config.workerinput.get(_IMPLS_KEY, "[]"))  # type: ignore[attr-defined]
+            else:
+                self._impls = [self._load(spec) for spec in self.option("specformer_impl") or DEFAULT_IMPLEMENTATIONS]
         return self._impls
+
+    def _load(self, spec: str) -> dict[str, Any]:
+        answer = self.pool.load(spec, self.option("specformer_row_timeout"))
+        if answer.get("status") != "loaded":
+            return implementation_entry(spec, spec, status="load-error", message=str(answer.get("message", "")))
+        operations = [str(op) for op in answer.get("operations", [])]
+        omitted = [name for name, family in FAMILIES.items()
+                   if not {op.method for op in family.operations} & set(operations)]
+        return implementation_entry(str(answer.get("name") or spec), spec, operations, omitted_families=omitted)
 
     def selected(self, prop: Property) -> bool:
         """Whether ``--claims`` and ``--property`` select ``prop``."""
@@ -75,6 +154,27 @@ class SuiteState:
         names = self.option("specformer_property") or []
         return ((not globs or any(fnmatch.fnmatchcase(prop.claim, g) for g in globs))
                 and (not names or prop.qualname in names or prop.name in names))
+
+    def rows_for(self, prop: Property) -> Iterator[tuple[dict[str, Any] | None, str, str]]:
+        """The ``(implementation or None for math, device, dtype)`` rows of a selected property."""
+        wanted_dtypes = self.option("specformer_dtype")
+        if prop.needs:
+            family_ops = {op.method for op in FAMILIES[prop.family].operations} if prop.family in FAMILIES else set()
+            impls: list[dict[str, Any] | None] = [
+                i for i in self.implementations
+                if i["status"] == "loaded" and (not family_ops or family_ops & set(i["operations"]))]
+        else:
+            impls = [None]
+        for impl in impls:
+            for device in devices.requested_devices(self.option("specformer_device")):
+                dtypes = devices.DEVICE_DTYPES[device]
+                if not prop.needs:  # mathematics: once, in its own dtype
+                    dtypes = (prop.dtypes or ("float64",))[:1] if device == "cpu" else ()
+                elif prop.dtypes:
+                    dtypes = tuple(d for d in dtypes if d in prop.dtypes)
+                for dtype in dtypes:
+                    if not wanted_dtypes or dtype in wanted_dtypes:
+                        yield impl, device, dtype
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -95,17 +195,48 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--report", dest="specformer_report", default=None, metavar="PATH",
                     help="write the JSON report to PATH")
     group.addoption("--threads", dest="specformer_threads", type=int, default=1, metavar="N",
-                    help="torch intra-op threads while properties run; the suite's tensors are tiny, and "
+                    help="torch intra-op threads, here and in each worker; the suite's tensors are tiny, and "
                          "thread start-up costs more than it saves (default: 1)")
     group.addoption("--row-timeout", dest="specformer_row_timeout", type=float, default=120.0, metavar="SECONDS",
-                    help="time limit of one row; a hanging implementation is reported as an error (default: 120)")
+                    help="time limit of one row, and of loading an implementation; a worker past it is killed "
+                         "and the row is an error (default: 120)")
+    group.addoption("--memory-limit", dest="specformer_memory_limit", type=int, default=DEFAULT_MEMORY_MIB,
+                    metavar="MIB", help="memory limit of each implementation's worker in MiB: its address space "
+                                        "on CPU runs, its data segment when CUDA is requested; 0 for none "
+                                        f"(default: {DEFAULT_MEMORY_MIB})")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.getoption("specformer_report") and getattr(config.option, "numprocesses", None):
-        raise pytest.UsageError("--report needs one process: the report is gathered in it; drop -n")
-    config.stash[_STATE] = SuiteState(config)
+    state = SuiteState(config)
+    config.stash[_STATE] = state
     config.addinivalue_line("markers", "specformer: a property of the specformer suite")
+    if not state.active:
+        return
+    path = config.getoption("specformer_report")
+    if path and not state.is_xdist_worker:
+        impls = list(state.implementations)
+        load_properties()
+        if any(not p.needs and state.selected(p) for p in REGISTRY.values()):
+            impls.append(implementation_entry(MATH, MATH))
+        state.writer = ReportWriter(Path(path), impls, config.getoption("specformer_profile"))
+        state.writer.start()
+    if state.is_xdist_controller:
+        _ = state.implementations  # loaded here once, then handed to the workers
+        state.close()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist: hand the implementations the controller loaded to each worker."""
+    state: SuiteState = node.config.stash[_STATE]
+    node.workerinput[_IMPLS_KEY] = json.dumps(state.implementations if state.active else [])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """xdist: the number of rows the run must produce (every worker collects the same items)."""
+    state: SuiteState = node.config.stash[_STATE]
+    state.expected_rows = len(ids)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -115,6 +246,12 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state: SuiteState = session.config.stash[_STATE]
+    if not state.is_xdist_controller:
+        state.expected_rows = sum(isinstance(item, PropertyItem) for item in session.items)
+
+
 class PropertyFile(pytest.File):
     """A topic module of ``specformer.properties``: one item per row it will produce."""
 
@@ -122,25 +259,13 @@ class PropertyFile(pytest.File):
         family, topic = self.path.parent.name, self.path.stem
         __import__(f"specformer.properties.{family}.{topic}")
         state: SuiteState = self.config.stash[_STATE]
-        wanted_dtypes = state.option("specformer_dtype")
         for prop in [p for p in REGISTRY.values() if p.module == topic and p.family == family]:
             if not state.selected(prop):
                 continue
-            impls: list[LoadedImplementation | None] = list(state.implementations) if prop.needs else [None]
-            for impl in impls:
-                for device in devices.requested_devices(state.option("specformer_device")):
-                    dtypes = devices.DEVICE_DTYPES[device]
-                    if not prop.needs:  # mathematics: once, in its own dtype
-                        dtypes = (prop.dtypes or ("float64",))[:1] if device == "cpu" else ()
-                    elif prop.dtypes:
-                        dtypes = tuple(d for d in dtypes if d in prop.dtypes)
-                    for dtype in dtypes:
-                        if wanted_dtypes and dtype not in wanted_dtypes:
-                            continue
-                        name = impl.name if impl else MATH
-                        state.collected += 1
-                        yield PropertyItem.from_parent(self, name=f"{prop.name}[{name}-{device}-{dtype}]",
-                                                       prop=prop, impl=impl, device=device, dtype=dtype)
+            for impl, device, dtype in state.rows_for(prop):
+                name = impl["name"] if impl else MATH
+                yield PropertyItem.from_parent(self, name=f"{prop.name}[{name}-{device}-{dtype}]",
+                                               prop=prop, impl=impl, device=device, dtype=dtype)
 
 
 class PropertyFailure(Exception):
@@ -154,7 +279,7 @@ class PropertyFailure(Exception):
 class PropertyItem(pytest.Item):
     """One property against one implementation, device and dtype."""
 
-    def __init__(self, *, prop: Property, impl: LoadedImplementation | None, device: str, dtype: str,
+    def __init__(self, *, prop: Property, impl: dict[str, Any] | None, device: str, dtype: str,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.prop, self.impl, self.device, self.dtype = prop, impl, device, dtype
@@ -164,11 +289,21 @@ class PropertyItem(pytest.Item):
         state: SuiteState = self.config.stash[_STATE]
         state.limit_threads()
         impl = self.impl
-        row = run_property(self.prop, impl.obj if impl else None, impl.name if impl else MATH,
-                           impl.spec if impl else MATH, self.device, self.dtype,
-                           state.option("specformer_profile"), state.option("specformer_row_timeout"))
-        state.rows.append(row)
-        self.user_properties.append(("specformer_outcome", row.outcome))
+        if impl:  # start (or restart) the worker before the row's clock starts
+            state.pool.load(impl["spec"], state.option("specformer_row_timeout"))
+        try:
+            row = run_property(
+                self.prop, WorkerBackend(state.pool, impl["spec"]) if impl else None,
+                impl["name"] if impl else MATH, impl["spec"] if impl else MATH, self.device, self.dtype,
+                state.option("specformer_profile"), state.option("specformer_row_timeout"),
+                frozenset(impl["operations"]) if impl else None)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - never lose a row
+            row = RowResult(self.prop.claim, self.prop.qualname, impl["name"] if impl else MATH, self.device,
+                            self.dtype, self.prop.expect, "error", family=self.prop.family,
+                            message=f"the harness failed on this row: {type(exc).__name__}: {exc}")
+        self.user_properties.append((_ROW_KEY, json.dumps(row.to_json())))
         if row.outcome in ("skipped", "not-applicable"):
             pytest.skip(f"{row.outcome}: {row.message}")
         if not row.as_expected:
@@ -189,50 +324,93 @@ class PropertyItem(pytest.Item):
         return self.path, None, f"{self.prop.claim} :: {self.name}"
 
 
-def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
-    outcome = dict(report.user_properties).get("specformer_outcome")
-    if report.when == "call" and outcome == "refuted":
-        return "refuted", "r", "REFUTED"
+def _row_of(report: pytest.TestReport) -> dict[str, Any] | None:
+    if report.when != "call":
+        return None
+    for key, value in report.user_properties:
+        if key == _ROW_KEY:
+            return json.loads(value)
     return None
 
 
-def _implementations_header(state: SuiteState) -> list[dict[str, Any]]:
-    impls = [{"name": i.name, "spec": i.spec, "operations": i.operations} for i in state.implementations]
-    if any(r.implementation == MATH for r in state.rows):
-        impls.append({"name": MATH, "spec": MATH, "operations": []})
-    return impls
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+    row = _row_of(report)
+    if row is not None and row["outcome"] == "refuted":
+        return "refuted", "r", "REFUTED"
+    if row is not None and row["outcome"] == "inconclusive":
+        return "inconclusive", "?", "INCONCLUSIVE"
+    return None
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Every finished row reaches the controlling process here (from xdist workers too)."""
+    row = _row_of(report)
+    if row is None:
+        return
+    state: SuiteState = _CONFIG_STATE[0]
+    if state.is_xdist_worker:
+        return
+    state.rows.append(row)
+    if state.writer is not None:
+        state.writer.add(row)
+
+
+_CONFIG_STATE: list[SuiteState] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _CONFIG_STATE[:] = [session.config.stash[_STATE]]
+
+
+def complete(state: SuiteState, exitstatus: int) -> bool:
+    """Whether the run ran every collected row and was not interrupted."""
+    interrupted = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
+    return not interrupted and state.expected_rows is not None and len(state.rows) == state.expected_rows
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state: SuiteState = session.config.stash[_STATE]
     state.restore_threads()
-    path = state.option("specformer_report")
-    if path and state.collected:
-        report = build_report(state.rows, _implementations_header(state), state.option("specformer_profile"),
-                              time.perf_counter() - state.start, complete=len(state.rows) == state.collected)
-        write_report(report, Path(path))
+    state.close()
+    if state.writer is not None:
+        state.writer.finish(complete(state, exitstatus))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state: SuiteState = config.stash[_STATE]
+    state.close()
+    shutdown()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state: SuiteState = config.stash[_STATE]
-    if not state.rows:
+    if state.is_xdist_worker or (not state.rows and state._impls is None):
         return
     tr = terminalreporter
     tr.section("specformer summary")
-    by_claim: dict[str, list[RowResult]] = {}
+    by_claim: dict[str, list[dict[str, Any]]] = {}
     for row in state.rows:
-        by_claim.setdefault(row.claim, []).append(row)
-    for claim, rows in by_claim.items():
-        bad = [r for r in rows if not r.as_expected]
-        counts = ", ".join(f"{n} {o}" for o, n in sorted(Counter(r.outcome for r in rows).items()))
+        by_claim.setdefault(row["claim"], []).append(row)
+    for claim, rows in sorted(by_claim.items()):
+        bad = [r for r in rows if not r["as_expected"]]
+        counts = ", ".join(f"{n} {o}" for o, n in sorted(Counter(r["outcome"] for r in rows).items()))
         tr.write_line(f"{'FAIL' if bad else ' ok '}  {claim:48s} {counts}", red=bool(bad))
-    totals = ", ".join(f"{n} {o}" for o, n in sorted(Counter(r.outcome for r in state.rows).items()))
-    ok = all(r.as_expected for r in state.rows)
+    impls = state.implementations if state._impls is not None else []
+    for impl in impls:
+        if impl["status"] != "loaded":
+            tr.write_line(f"FAIL  implementation {impl['spec']!r} could not be loaded: {impl['message']}", red=True)
+        for family in impl["omitted_families"]:
+            tr.write_line(f"  –   {impl['name']} provides no operation of the {family} family: no rows for it")
+    totals = ", ".join(f"{n} {o}" for o, n in sorted(Counter(r["outcome"] for r in state.rows).items()))
+    done = complete(state, exitstatus)
+    ok = done and all(r["as_expected"] for r in state.rows) and all(i["status"] == "loaded" for i in impls)
+    verdict = ("every claim ended as expected" if ok else
+               "SOME CLAIMS DID NOT END AS EXPECTED" if done else
+               f"THE RUN DID NOT COMPLETE ({len(state.rows)} of {state.expected_rows or '?'} rows ran)")
     tr.write_line("")
-    tr.write_line(f"{len(by_claim)} claims, {len(state.rows)} rows: {totals} — "
-                  f"{'every claim ended as expected' if ok else 'SOME CLAIMS DID NOT END AS EXPECTED'}",
+    tr.write_line(f"{len(by_claim)} claims, {len(state.rows)} rows: {totals or 'none'} — {verdict}",
                   green=ok, red=not ok, bold=True)
     path = state.option("specformer_report")
     if path:
         tr.write_line(f"report: {path}")
-

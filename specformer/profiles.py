@@ -8,6 +8,11 @@
 
 A property may lower ``max_examples`` for itself (statistical properties draw thousands
 of samples per example); it never raises it.
+
+Each profile also sets the fewest examples that must be *checked* (inside the
+implementation's domain) for a row to pass: :data:`MIN_CHECKED`, half of the profile's
+examples (capped by a property's own ``max_examples``). A row that passes on fewer,
+because the implementation refused the rest, is *inconclusive*.
 """
 
 from __future__ import annotations
@@ -43,3 +48,13 @@ def profile_settings(name: str, max_examples: int | None = None) -> settings:
     return base
 
 
+
+
+#: Profile name -> the fewest checked examples a passing row needs (see the module doc).
+MIN_CHECKED: dict[str, int] = {"quick": 5, "ci": 10, "thorough": 100}
+
+
+def min_checked(name: str, max_examples: int | None = None) -> int:
+    """The minimum of checked examples for a row of profile ``name`` (capped by ``max_examples``)."""
+    floor = MIN_CHECKED.get(name, MIN_CHECKED["ci"])
+    return min(floor, max_examples) if max_examples is not None else floor

@@ -1,16 +1,22 @@
 """The JSON report: an environment header and one row per property × implementation × device × dtype.
 
 The schema is versioned (``schema_version``) and published in ``docs/report-schema.md``;
-:data:`REPORT_SCHEMA` is its machine-readable form, used by the tests. This module
-writes reports; it does not run anything.
+:data:`REPORT_SCHEMA` is its machine-readable form, used by the tests.
+
+A run keeps its report honest with :class:`ReportWriter`: the file is written when the
+run starts, marked ``state: running`` (never ``ok``), rewritten atomically as rows
+finish, and marked ``complete`` only at the end of a run that ran every row. Whatever
+stops the run early leaves a file that says so. This module does not run anything.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import sys
+import time
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,10 +31,14 @@ from specformer import devices
 from specformer.runner import OUTCOMES, RowResult
 
 SCHEMA_NAME = "specformer-report"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Run states: ``running`` while rows are still coming, ``complete`` when every collected
+#: row ran, ``interrupted`` when the run ended early.
+STATES = ("running", "complete", "interrupted")
 
 _ROW_FIELDS = {
     "claim": {"type": "string"},
+    "family": {"type": "string"},
     "property": {"type": "string"},
     "implementation": {"type": "string"},
     "device": {"type": "string"},
@@ -36,14 +46,17 @@ _ROW_FIELDS = {
     "expect": {"enum": ["hold", "counterexample"]},
     "outcome": {"enum": list(OUTCOMES)},
     "as_expected": {"type": "boolean"},
-    "examples": {"type": "integer", "minimum": 0},
+    "examples_generated": {"type": "integer", "minimum": 0},
+    "examples_checked": {"type": "integer", "minimum": 0},
+    "examples_out_of_domain": {"type": "integer", "minimum": 0},
+    "min_checked": {"type": "integer", "minimum": 0},
     "duration_s": {"type": "number", "minimum": 0},
     "message": {"type": "string"},
     "counterexample": {"type": ["string", "null"]},
     "reproduce": {"type": "string"},
 }
 
-#: JSON schema of a report (version 1).
+#: JSON schema of a report (version 2).
 REPORT_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -58,12 +71,21 @@ REPORT_SCHEMA: dict[str, Any] = {
         },
         "implementations": {
             "type": "array",
-            "items": {"type": "object", "required": ["name", "spec", "operations"]},
+            "items": {
+                "type": "object",
+                "required": ["name", "spec", "operations", "status", "message", "omitted_families"],
+                "properties": {
+                    "status": {"enum": ["loaded", "load-error"]},
+                    "operations": {"type": "array", "items": {"type": "string"}},
+                    "omitted_families": {"type": "array", "items": {"type": "string"}},
+                },
+            },
         },
         "summary": {
             "type": "object",
-            "required": ["rows", "by_outcome", "ok", "complete", "duration_s"],
-            "properties": {"ok": {"type": "boolean"}, "complete": {"type": "boolean"}},
+            "required": ["rows", "by_outcome", "ok", "complete", "state", "duration_s"],
+            "properties": {"ok": {"type": "boolean"}, "complete": {"type": "boolean"},
+                           "state": {"enum": list(STATES)}},
         },
         "rows": {
             "type": "array",
@@ -100,30 +122,91 @@ def environment(profile: str, command: str) -> dict[str, Any]:
     }
 
 
-def build_report(rows: Iterable[RowResult], implementations: list[dict[str, Any]], profile: str,
-                 duration_s: float, complete: bool = True, command: str | None = None) -> dict[str, Any]:
-    """The whole report as a JSON-ready dict."""
-    rows = list(rows)
-    counts = Counter(r.outcome for r in rows)
+def implementation_entry(name: str, spec: str, operations: list[str] | None = None, status: str = "loaded",
+                         message: str = "", omitted_families: list[str] | None = None) -> dict[str, Any]:
+    """One entry of the report's ``implementations`` list."""
+    return {"name": name, "spec": spec, "operations": sorted(operations or []), "status": status,
+            "message": message, "omitted_families": sorted(omitted_families or [])}
+
+
+def _row_json(row: RowResult | dict[str, Any]) -> dict[str, Any]:
+    return row.to_json() if isinstance(row, RowResult) else row
+
+
+def build_report(rows: Iterable[RowResult | dict[str, Any]], implementations: list[dict[str, Any]], profile: str,
+                 duration_s: float, complete: bool = True, command: str | None = None,
+                 state: str | None = None) -> dict[str, Any]:
+    """The whole report as a JSON-ready dict.
+
+    ``ok`` needs a complete run, every row as expected and every implementation loaded.
+    """
+    rows = [_row_json(r) for r in rows]
+    counts = Counter(r["outcome"] for r in rows)
+    state = state or ("complete" if complete else "interrupted")
+    complete = complete and state == "complete"
+    loaded = all(i.get("status", "loaded") == "loaded" for i in implementations)
     return {
         "schema": SCHEMA_NAME,
         "schema_version": SCHEMA_VERSION,
         "environment": environment(profile, command or " ".join(sys.argv)),
-        "implementations": implementations,
+        "implementations": [{**implementation_entry(i["name"], i["spec"]), **i} for i in implementations],
         "summary": {
             "rows": len(rows),
             "by_outcome": {o: counts[o] for o in OUTCOMES if counts[o]},
-            "ok": complete and all(r.as_expected for r in rows),
+            "ok": complete and loaded and all(r["as_expected"] for r in rows),
             "complete": complete,
+            "state": state,
             "duration_s": round(duration_s, 3),
         },
-        "rows": [r.to_json() for r in rows],
+        "rows": rows,
     }
 
 
 def write_report(report: dict[str, Any], path: Path) -> None:
     """Write ``report`` to ``path`` atomically (a partial file never replaces a whole one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+class ReportWriter:
+    """Keeps the report on disk in step with a run (see the module docstring).
+
+    ``every_s`` throttles rewrites while rows arrive; :meth:`finish` always writes.
+    """
+
+    def __init__(self, path: Path, implementations: list[dict[str, Any]], profile: str, command: str | None = None,
+                 every_s: float = 0.5) -> None:
+        self.path, self.implementations, self.profile = path, implementations, profile
+        self.command = command
+        self.rows: list[dict[str, Any]] = []
+        self.every_s = every_s
+        self._start = time.perf_counter()
+        self._last = 0.0
+
+    def _write(self, state: str) -> None:
+        report = build_report(self.rows, self.implementations, self.profile, time.perf_counter() - self._start,
+                              complete=state == "complete", command=self.command, state=state)
+        write_report(report, self.path)
+        self._last = time.perf_counter()
+
+    def start(self) -> None:
+        """Replace any previous report by one that says this run is running."""
+        self._write("running")
+
+    def add(self, row: RowResult | dict[str, Any]) -> None:
+        """Record a finished row (and rewrite the file if the last write is old enough)."""
+        self.rows.append(_row_json(row))
+        if time.perf_counter() - self._last >= self.every_s:
+            self._write("running")
+
+    def finish(self, complete: bool) -> dict[str, Any]:
+        """The final write: ``complete`` or ``interrupted``; returns the report."""
+        state = "complete" if complete else "interrupted"
+        self._write(state)
+        return json.loads(self.path.read_text(encoding="utf-8"))

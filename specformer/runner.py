@@ -7,15 +7,25 @@ Outcomes (the report's vocabulary):
 ``refuted``        a ``counterexample`` property found its counterexample (expected)
 ``fail``           a ``hold`` property found a counterexample, or a
                    ``counterexample`` property found none
-``error``          the implementation raised, hung or returned a malformed result
+``error``          the implementation raised, crashed, exited, hung, modified an
+                   input or returned a malformed result
+``inconclusive``   the property passed (or found no counterexample), but fewer
+                   examples than the profile's minimum were inside the
+                   implementation's domain: too little was checked to say
 ``not-applicable`` the implementation lacks the operation, or no example was in
                    its domain
 ``skipped``        the device is not available here
 =================  ==============================================================
 
-Every failure mode of the implementation ends in one of these; nothing escapes but
-``KeyboardInterrupt``. A hang is cut by a per-row time limit (``SIGALRM``, main thread
-only; elsewhere there is no limit).
+The implementation runs in a worker (:mod:`specformer.supervisor`); the property, its
+strategies and its expected values run here. Every failure mode of the implementation
+ends in one of these outcomes; nothing escapes but ``KeyboardInterrupt``. A hang is cut
+by the row's deadline, enforced on every call from outside the worker (and, for rows
+that call no implementation, by ``SIGALRM`` in the main thread).
+
+A row counts the examples Hypothesis *generated* (calls of the property, shrinking
+included), those *checked* (the property ran to its verdict) and those *out of domain*
+(the implementation raised ``NotApplicable`` or hid what the property needs).
 """
 
 from __future__ import annotations
@@ -30,15 +40,16 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
-from hypothesis.errors import FailedHealthCheck, Unsatisfiable
+from hypothesis.errors import FailedHealthCheck, Unsatisfiable, UnsatisfiedAssumption
 
 from specformer import devices
-from specformer.context import Context, ImplementationError
-from specformer.profiles import profile_settings
+from specformer.context import Backend, Context, ImplementationError
+from specformer.profiles import min_checked, profile_settings
 from specformer.property import Property
-from specformer.protocol import NotApplicable, provided_operations
+from specformer.protocol import NotApplicable
+from specformer.supervisor import WorkerLost
 
-OUTCOMES = ("pass", "refuted", "fail", "error", "not-applicable", "skipped")
+OUTCOMES = ("pass", "refuted", "fail", "error", "inconclusive", "not-applicable", "skipped")
 EXPECTED_OUTCOMES = frozenset({"pass", "refuted", "not-applicable", "skipped"})
 MATH = "math"  # the pseudo-implementation of properties that need no operation
 
@@ -58,7 +69,11 @@ class RowResult:
     dtype: str
     expect: str
     outcome: str
-    examples: int = 0
+    family: str = ""
+    examples_generated: int = 0
+    examples_checked: int = 0
+    examples_out_of_domain: int = 0
+    min_checked: int = 0
     duration_s: float = 0.0
     message: str = ""
     counterexample: str | None = None
@@ -113,50 +128,67 @@ def _first_line(exc: BaseException) -> str:
 
 def run_property(
     prop: Property,
-    impl: Any,
+    backend: Backend | None,
     impl_name: str,
     impl_spec: str,
     device: str,
     dtype: str,
     profile: str = "ci",
     timeout_s: float | None = 120.0,
+    operations: frozenset[str] | None = None,
 ) -> RowResult:
-    """Run ``prop`` against ``impl`` and classify the outcome; never raises (but Ctrl-C)."""
-    row = RowResult(prop.claim, prop.qualname, impl_name, device, dtype, prop.expect, "pass",
+    """Run ``prop`` against the implementation behind ``backend``; never raises (but Ctrl-C).
+
+    ``backend`` is ``None`` for properties that call no implementation (``math``).
+    ``operations`` are those the implementation said it provides when it was loaded.
+    """
+    row = RowResult(prop.claim, prop.qualname, impl_name, device, dtype, prop.expect, "pass", family=prop.family,
+                    min_checked=min_checked(profile, prop.max_examples),
                     reproduce=reproduce_command(prop, impl_spec, device, dtype, profile))
     if not devices.available(device):
         row.outcome, row.message = "skipped", f"device {device!r} is not available on this machine"
         return row
-    missing = [op for op in prop.needs if op not in provided_operations(impl)] if impl is not None else []
+    missing = [op for op in prop.needs if op not in (operations or frozenset())] if backend is not None else []
     if missing:
         row.outcome, row.message = "not-applicable", f"{impl_name} does not provide: {', '.join(missing)}"
         return row
 
-    ctx = Context(impl, impl_name, device, dtype)
+    start = time.perf_counter()
+    deadline = time.monotonic() + (timeout_s or 24 * 3600.0)
+    ctx = Context(backend, impl_name, device, dtype, deadline) if backend is not None else \
+        Context(_NoBackend(), impl_name, device, dtype, deadline)
     test = prop.function
     inner = test.hypothesis.inner_test
-
     first_failure: list[BaseException] = []  # what to report if the time limit cuts shrinking short
+    counts = {"generated": 0, "checked": 0}
 
     @functools.wraps(inner)  # counterexamples then name the property, not this wrapper
     def counted(*args: Any, **kwargs: Any) -> Any:
-        ctx.examples += 1
+        if time.monotonic() > deadline:
+            raise RowTimeout(f"timed out after {timeout_s:g} s")
+        counts["generated"] += 1
         try:
-            return inner(*args, **kwargs)
+            result = inner(*args, **kwargs)
         except (AssertionError, ImplementationError) as exc:
+            counts["checked"] += 1
             if not first_failure:
                 first_failure.append(exc)
             raise
+        except UnsatisfiedAssumption:
+            raise
+        counts["checked"] += 1
+        return result
 
     saved_settings = test._hypothesis_internal_use_settings
     test.hypothesis.inner_test = counted
     test._hypothesis_internal_use_settings = profile_settings(profile, prop.max_examples)
-    start = time.perf_counter()
     try:
-        with time_limit(timeout_s):
+        with time_limit(timeout_s if backend is None else None):
             test(ctx)
     except KeyboardInterrupt:
         raise
+    except WorkerLost as exc:
+        row.outcome, row.message = "error", f"{impl_name}: {exc}"
     except RowTimeout as exc:
         if first_failure:  # a failure was found; only its shrinking ran out of time
             found = first_failure[0]
@@ -179,17 +211,41 @@ def run_property(
         row.outcome, row.message, row.counterexample = "error", _first_line(exc), _notes(exc)
     except FailedHealthCheck as exc:
         row.outcome, row.message = "error", f"Hypothesis health check failed: {exc}"
-    except Exception as exc:  # a bug in the property or the harness: still one clear row
+    except BaseException as exc:  # noqa: BLE001 - a bug in the property or the harness: still one clear row
         row.outcome = "error"
         row.message = f"property raised {type(exc).__name__}: {exc}"
         row.counterexample = _notes(exc) or "".join(traceback.format_exception(exc)[-3:])
     else:
         if prop.expect == "counterexample":
             row.outcome = "fail"
-            row.message = f"no counterexample to the claim as written in {ctx.examples} examples"
+            row.message = f"no counterexample to the claim as written in {counts['checked']} checked examples"
     finally:
         test.hypothesis.inner_test = inner
         test._hypothesis_internal_use_settings = saved_settings
         row.duration_s = round(time.perf_counter() - start, 4)
-        row.examples = ctx.examples
+        row.examples_generated, row.examples_checked = counts["generated"], counts["checked"]
+        row.examples_out_of_domain = ctx.out_of_domain
+    _judge_evidence(row, ctx)
     return row
+
+
+def _judge_evidence(row: RowResult, ctx: Context) -> None:
+    """Turn a pass (or an unfound counterexample) on too few in-domain examples into ``inconclusive``.
+
+    Only examples the implementation refused count against it: a property whose own
+    strategy has few distinct examples (Hypothesis stops when it has tried them all) is
+    not inconclusive.
+    """
+    passed = row.outcome == "pass" or (row.outcome == "fail" and row.message.startswith("no counterexample"))
+    if passed and row.examples_out_of_domain and row.examples_checked < row.min_checked:
+        reason = ctx.not_applicable[-1] if ctx.not_applicable else "outside the implementation's domain"
+        row.outcome = "inconclusive"
+        row.message = (f"only {row.examples_checked} examples checked (at least {row.min_checked} needed); "
+                       f"{row.examples_out_of_domain} were outside the implementation's domain: {reason}")
+
+
+class _NoBackend:
+    """The backend of ``math`` rows: calling an implementation there is a bug of the property."""
+
+    def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
+        raise RuntimeError(f"a property with needs=() tried {what}")

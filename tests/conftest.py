@@ -1,4 +1,9 @@
-"""Shared helpers for the harness's own tests."""
+"""Shared helpers for the harness's own tests.
+
+:func:`run_row` runs an implementation object in this process (``LocalBackend``: the
+same copies and codec as a worker, without the process): fast enough for hundreds of
+mutant rows. Tests of crashes, hangs and hostile code go through real workers.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,9 @@ import pytest
 import torch
 from hypothesis import Phase, settings
 
+from specformer.context import LocalBackend
 from specformer.profiles import PROFILES
+from specformer.protocol import provided_operations
 from specformer.property import Property, load_properties
 from specformer.runner import RowResult, run_property
 
@@ -28,7 +35,9 @@ def run_row(qualname: str, impl: object, dtype: str = "float64", profile: str = 
     """Run one property against ``impl`` on the CPU and return its report row."""
     prop = load_properties()[qualname]
     name = getattr(impl, "name", "math") if impl is not None else "math"
-    return run_property(prop, impl, name, name, "cpu", dtype, profile, timeout_s)
+    backend = LocalBackend(impl) if impl is not None else None
+    operations = provided_operations(impl) if impl is not None else None
+    return run_property(prop, backend, name, name, "cpu", dtype, profile, timeout_s, operations)
 
 
 def assert_caught(qualname: str, mutant: object, dtype: str = "float64") -> RowResult:

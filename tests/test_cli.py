@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
 import subprocess
 import sys
+import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -78,11 +81,11 @@ def test_claims_check_exits_one_exactly_when_there_are_problems(capsys: pytest.C
 # -- specformer run: argument errors (in-process: they stop before pytest) ---------------
 
 
-def test_run_with_an_unimportable_implementation_exits_2_with_a_clear_message(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "--impl", "nonexistent.module:x"]) == 2
+def test_run_rejects_a_bad_number_of_jobs_or_memory_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--jobs", "0"]) == 2
+    assert main(["run", "--memory-limit", "-1"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("specformer: error:") and "nonexistent.module" in err and "cannot import" in err
+    assert "--jobs" in err and "--memory-limit" in err
 
 
 def test_run_with_a_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -120,7 +123,7 @@ def test_run_exits_0_and_reports_only_the_selected_claim(sums_run) -> None:
     assert {r["implementation"] for r in rows} == {"reference"}
     assert {r["outcome"] for r in rows} == {"pass"}
     assert {(r["device"], r["dtype"]) for r in rows} == {("cpu", "float32"), ("cpu", "float64")}
-    assert all(r["examples"] > 0 for r in rows)
+    assert all(r["examples_checked"] >= r["min_checked"] > 0 for r in rows)
     assert report["summary"]["ok"] is True and report["summary"]["complete"] is True
     assert [i["name"] for i in report["implementations"]] == ["reference"]
     assert report["environment"]["profile"] == "ci"
@@ -135,7 +138,8 @@ def test_a_rows_reproduce_command_reruns_exactly_that_row(sums_run, tmp_path: Pa
     assert done.returncode == 0, done.stdout + done.stderr
     again = json.loads((tmp_path / "reports" / "report.json").read_text(encoding="utf-8"))
     assert len(again["rows"]) == 1, [r["property"] for r in again["rows"]]
-    keys = ("claim", "property", "implementation", "device", "dtype", "expect", "outcome", "examples")
+    keys = ("claim", "property", "implementation", "device", "dtype", "expect", "outcome", "examples_generated",
+            "examples_checked")
     assert {k: again["rows"][0][k] for k in keys} == {k: original[k] for k in keys}
     assert again["rows"][0]["reproduce"] == original["reproduce"]
 
@@ -165,3 +169,98 @@ def test_the_thorough_profile_searches_without_the_hand_picked_examples() -> Non
 
     assert Phase.explicit not in PROFILES["thorough"].phases
     assert Phase.explicit in PROFILES["ci"].phases and PROFILES["ci"].derandomize
+
+
+# -- exit codes and the report's life ------------------------------------------------------
+
+
+def test_an_unimportable_implementation_is_a_load_error_in_a_complete_report(tmp_path: Path) -> None:
+    done = cli("run", "--impl", "nonexistent.module:x", "--impl", "reference", "--claims", SUMS,
+               "--report", "R.json", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((tmp_path / "R.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(REPORT_SCHEMA).validate(report)
+    entry = next(i for i in report["implementations"] if i["spec"] == "nonexistent.module:x")
+    assert entry["status"] == "load-error" and "nonexistent.module" in entry["message"]
+    assert {r["implementation"] for r in report["rows"]} == {"reference"}
+    assert report["summary"]["complete"] is True and report["summary"]["ok"] is False
+    assert "could not be loaded" in done.stdout
+
+
+def test_nothing_selected_exits_4(tmp_path: Path) -> None:
+    done = cli("run", "--claims", "no-such-topic.*", "--report", "R.json", cwd=tmp_path)
+    assert done.returncode == 4, done.stdout + done.stderr
+    report = json.loads((tmp_path / "R.json").read_text(encoding="utf-8"))
+    assert report["summary"]["rows"] == 0 and report["summary"]["state"] == "complete"
+
+
+SPINS = textwrap.dedent(
+    """
+    class Spins:
+        name = "spins"
+        def attention(self, q, k, v, mask=None, *, causal=False):
+            while True:
+                pass
+
+    implementation = Spins()
+    """
+)
+
+
+def _started(path: Path, deadline: float) -> dict[str, Any]:
+    while time.monotonic() < deadline:
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            report = None
+        if report and report["summary"]["state"] == "running":
+            return report
+        time.sleep(0.1)
+    raise AssertionError("the report was never marked running")
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_a_run_stopped_early_never_leaves_a_report_that_claims_success(tmp_path: Path, how: str) -> None:
+    (tmp_path / "spins.py").write_text(SPINS, encoding="utf-8")
+    report_path = tmp_path / "R.json"
+    report_path.write_text(json.dumps({"summary": {"ok": True, "complete": True, "state": "complete"}}))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "specformer.cli", "run", "--impl", "spins.py", "--claims", "attention.slide-example",
+         "--row-timeout", "600", "--report", str(report_path)], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    try:
+        running = _started(report_path, time.monotonic() + 120)
+        assert running["summary"]["ok"] is False and running["summary"]["complete"] is False
+        time.sleep(1.0)
+        process.send_signal(getattr(signal, how))
+        output, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert report["summary"]["ok"] is False and report["summary"]["complete"] is False
+    if how == "SIGTERM":
+        assert process.returncode == 3, output
+        assert report["summary"]["state"] == "interrupted"
+        assert "every claim ended as expected" not in output
+    else:
+        assert report["summary"]["state"] == "running"
+    # the spinning worker and the fork server die with the checker, whatever killed it
+    deadline = time.monotonic() + 20
+    while _processes_in(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _processes_in(tmp_path), "processes of the run outlived it"
+
+
+def _processes_in(folder: Path) -> list[int]:
+    """Live processes whose working folder is ``folder`` (Linux ``/proc``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if Path(entry / "cwd").resolve() == folder.resolve():
+                    state = (entry / "stat").read_text().split(")")[-1].split()[0]
+                    if state != "Z":
+                        found.append(int(entry.name))
+            except OSError:
+                continue
+    return found

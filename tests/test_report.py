@@ -13,18 +13,27 @@ import pytest
 import torch
 
 import specformer
-from specformer.report import REPORT_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION, build_report, git_commit, write_report
+from specformer.report import (
+    REPORT_SCHEMA,
+    SCHEMA_NAME,
+    SCHEMA_VERSION,
+    ReportWriter,
+    build_report,
+    git_commit,
+    implementation_entry,
+    write_report,
+)
 from specformer.runner import EXPECTED_OUTCOMES, OUTCOMES, RowResult
 
 ROOT = Path(__file__).resolve().parent.parent
-IMPLS = [{"name": "reference", "spec": "reference", "operations": ["attention", "multihead_attention", "score"]}]
+IMPLS = [implementation_entry("reference", "reference", ["attention", "multihead_attention", "score"])]
 
 
 def row(outcome: str, expect: str = "hold", **kwargs: Any) -> RowResult:
     fields: dict[str, Any] = dict(
         claim="attention.weights-sum-to-one", property="attention.rows_of_the_weights_sum_to_one",
         implementation="reference", device="cpu", dtype="float64", expect=expect, outcome=outcome,
-        examples=25, duration_s=0.5,
+        family="attention", examples_generated=25, examples_checked=25, min_checked=10, duration_s=0.5,
         reproduce="specformer run --impl reference --claims attention.weights-sum-to-one",
     )
     fields.update(kwargs)
@@ -38,8 +47,9 @@ def mixed_rows() -> list[RowResult]:
         row("refuted", expect="counterexample", message="row sums differ", counterexample="Falsifying example"),
         row("fail", message="attention output: 3 of 4 entries out of tolerance", counterexample="case=..."),
         row("error", message="boom.attention raised RuntimeError: boom"),
-        row("not-applicable", message="torch-mha does not provide: score", examples=0),
-        row("skipped", device="cuda", dtype="float16", message="device 'cuda' is not available", examples=0),
+        row("not-applicable", message="torch-mha does not provide: score", examples_generated=0, examples_checked=0),
+        row("skipped", device="cuda", dtype="float16", message="device 'cuda' is not available",
+            examples_generated=0, examples_checked=0),
     ]
 
 
@@ -108,7 +118,32 @@ def test_as_expected_is_true_for_pass_refuted_not_applicable_and_skipped() -> No
 
 def test_an_incomplete_run_is_never_ok() -> None:
     summary = build_report([row("pass")], IMPLS, "ci", 1.0, complete=False)["summary"]
-    assert summary["complete"] is False and summary["ok"] is False
+    assert summary["complete"] is False and summary["ok"] is False and summary["state"] == "interrupted"
+    running = build_report([row("pass")], IMPLS, "ci", 1.0, complete=True, state="running")["summary"]
+    assert running["complete"] is False and running["ok"] is False
+
+
+def test_an_implementation_that_failed_to_load_makes_the_run_not_ok() -> None:
+    broken = implementation_entry("x.py", "x.py", status="load-error", message="importing it called exit")
+    report = build_report([row("pass")], [*IMPLS, broken], "ci", 1.0)
+    validate(report)
+    assert report["summary"]["complete"] is True and report["summary"]["ok"] is False
+
+
+def test_the_writer_marks_the_file_running_first_and_complete_only_at_the_end(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(build_report([row("pass")], IMPLS, "ci", 1.0)), encoding="utf-8")  # an old "ok"
+    writer = ReportWriter(path, IMPLS, "ci", every_s=0.0)
+    writer.start()
+    first = json.loads(path.read_text(encoding="utf-8"))
+    validate(first)
+    assert first["summary"]["state"] == "running" and first["summary"]["ok"] is False and first["rows"] == []
+    writer.add(row("pass"))
+    middle = json.loads(path.read_text(encoding="utf-8"))
+    assert middle["summary"]["state"] == "running" and len(middle["rows"]) == 1 and not middle["summary"]["ok"]
+    final = writer.finish(complete=True)
+    assert final["summary"]["state"] == "complete" and final["summary"]["ok"] is True
+    assert ReportWriter(path, IMPLS, "ci").finish(complete=False)["summary"]["ok"] is False
 
 
 def test_rows_keep_every_field() -> None:

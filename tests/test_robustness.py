@@ -17,9 +17,14 @@ import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from specformer.context import LocalBackend, WorkerBackend
 from specformer.property import Property, load_properties
+from specformer.protocol import provided_operations
 from specformer.report import REPORT_SCHEMA
 from specformer.runner import RowResult, run_property
+from specformer.supervisor import WorkerPool
+
+HOSTILE = Path(__file__).resolve().parent / "hostile_impls.py"
 
 FORMULA = "attention.output_matches_the_formula"
 
@@ -35,9 +40,27 @@ def slide_property() -> Property:
 
 def run(impl: Any, qualname: str | None = None, *, dtype: str = "float64", device: str = "cpu",
         timeout_s: float | None = 60.0, prop: Property | None = None) -> RowResult:
+    """One row with ``impl`` in this process (the worker's copies and codec, not its process)."""
     prop = prop or (load_properties()[qualname] if qualname else slide_property())
     name = getattr(impl, "name", "math") if impl is not None else "math"
-    return run_property(prop, impl, name, f"user_impl.py:{name}", device, dtype, "ci", timeout_s)
+    backend = LocalBackend(impl) if impl is not None else None
+    operations = provided_operations(impl) if impl is not None else None
+    return run_property(prop, backend, name, f"user_impl.py:{name}", device, dtype, "ci", timeout_s, operations)
+
+
+def run_in_worker(class_name: str, qualname: str | None = None, *, timeout_s: float = 60.0,
+                  prop: Property | None = None) -> RowResult:
+    """One row with a class of ``hostile_impls.py`` in a real worker process."""
+    prop = prop or (load_properties()[qualname] if qualname else slide_property())
+    pool = WorkerPool()
+    spec = f"{HOSTILE}:{class_name}"
+    try:
+        answer = pool.load(spec, 60)
+        assert answer["status"] == "loaded", answer
+        return run_property(prop, WorkerBackend(pool, spec), answer["name"], spec, "cpu", "float64", "ci", timeout_s,
+                            frozenset(answer["operations"]))
+    finally:
+        pool.close()
 
 
 def output_shape(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, ...]:
@@ -86,22 +109,6 @@ class WrongDevice:
         return torch.empty(output_shape(q, k, v), dtype=q.dtype, device="meta"), None
 
 
-class Sleeps:
-    name = "sleeps"
-
-    def attention(self, q, k, v, mask=None, *, causal=False):
-        time.sleep(30)
-
-
-class Spins:
-    name = "spins"
-
-    def attention(self, q, k, v, mask=None, *, causal=False):
-        end = time.monotonic() + 30
-        while time.monotonic() < end:
-            pass
-
-
 class ReturnsLists:
     name = "returns-lists"
 
@@ -147,7 +154,7 @@ def test_an_implementation_that_raises_is_an_error_naming_it_and_the_exception()
     assert row.outcome == "error" and not row.as_expected
     assert "boom" in row.message and "raises-boom" in row.message and "RuntimeError" in row.message
     assert row.counterexample, "the failing example should be reported"
-    assert row.examples >= 1
+    assert row.examples_checked >= 1
     assert "--impl user_impl.py:raises-boom" in row.reproduce and f"--property {FORMULA}" in row.reproduce
 
 
@@ -180,14 +187,39 @@ def test_a_result_on_the_wrong_device_is_an_error() -> None:
     assert row.outcome == "error" and "meta" in row.message
 
 
-@pytest.mark.parametrize("impl", [Sleeps(), Spins()], ids=["sleep", "busy-loop"])
-def test_a_hang_is_cut_by_the_row_time_limit(impl: Any) -> None:
+@pytest.mark.parametrize("class_name, name", [("Spins", "spins"), ("BlocksTheAlarm", "blocks-alarm")],
+                         ids=["busy-loop", "alarm-blocked"])
+def test_a_hang_is_cut_by_the_row_time_limit(class_name: str, name: str) -> None:
     start = time.perf_counter()
-    row = run(impl, FORMULA, timeout_s=1)
+    row = run_in_worker(class_name, FORMULA, timeout_s=1)
     elapsed = time.perf_counter() - start
     assert row.outcome == "error"
-    assert "timed out" in row.message and impl.name in row.message
+    assert "did not answer in time" in row.message and name in row.message
     assert elapsed < 8, f"the row took {elapsed:.1f} s despite a 1 s limit"
+
+
+def test_a_crash_ends_the_row_at_once_and_the_next_row_gets_a_fresh_worker() -> None:
+    pool = WorkerPool()
+    spec = f"{HOSTILE}:Segfaults"
+    try:
+        prop = slide_property()
+        answer = pool.load(spec, 60)
+        rows = [run_property(prop, WorkerBackend(pool, spec), "segfaults", spec, "cpu", "float64", "ci", 30,
+                             frozenset(answer["operations"])) for _ in range(2)]
+    finally:
+        pool.close()
+    assert [r.outcome for r in rows] == ["error", "error"]
+    assert all("SIGSEGV" in r.message for r in rows), [r.message for r in rows]
+    assert pool.starts == 2
+
+
+def test_passing_on_a_few_examples_in_the_domain_is_inconclusive() -> None:
+    from hostile_impls import InDomainThreeTimes
+
+    row = run(InDomainThreeTimes(), FORMULA, timeout_s=120)
+    assert row.outcome == "inconclusive" and not row.as_expected, (row.outcome, row.message)
+    assert row.examples_checked == 3 and row.min_checked == 10
+    assert row.examples_out_of_domain > 0 and "three examples" in row.message
 
 
 @pytest.mark.parametrize("impl, fragment", [(ReturnsLists(), "list"), (ReturnsAList(), "list")],
@@ -201,7 +233,7 @@ def test_a_missing_operation_is_not_applicable() -> None:
     row = run(ScoresOnly(), FORMULA)
     assert row.outcome == "not-applicable" and row.as_expected
     assert "attention" in row.message and "scores-only" in row.message
-    assert row.examples == 0
+    assert row.examples_generated == 0
 
 
 def test_no_example_in_the_domain_is_not_applicable_with_the_reason() -> None:
@@ -214,7 +246,7 @@ def test_no_example_in_the_domain_is_not_applicable_with_the_reason() -> None:
 def test_an_absent_device_is_skipped() -> None:
     row = run(Raises(), device="cuda", dtype="float32")
     assert row.outcome == "skipped" and row.as_expected
-    assert "cuda" in row.message and row.examples == 0
+    assert "cuda" in row.message and row.examples_generated == 0
 
 
 def test_an_assertion_inside_the_implementation_is_an_error_not_a_refutation() -> None:
@@ -244,8 +276,9 @@ def test_the_runner_restores_the_property_and_the_alarm() -> None:
     prop = slide_property()
     inner, settings = prop.function.hypothesis.inner_test, prop.function._hypothesis_internal_use_settings
     handler = signal.getsignal(signal.SIGALRM)
-    run(Sleeps(), prop=prop, timeout_s=0.5)
+    run_in_worker("Spins", prop=prop, timeout_s=0.5)
     run(Raises(), prop=prop, timeout_s=30)
+    run(None, prop=fake_property(never_breaks), timeout_s=30)
     assert prop.function.hypothesis.inner_test is inner
     assert prop.function._hypothesis_internal_use_settings is settings
     assert signal.getsignal(signal.SIGALRM) is handler
@@ -283,7 +316,7 @@ def rejects_everything(ctx, x):
 
 def test_a_counterexample_property_that_finds_none_fails() -> None:
     row = run(None, prop=fake_property(never_breaks, "counterexample"))
-    assert row.outcome == "fail" and "no counterexample" in row.message and row.examples >= 1
+    assert row.outcome == "fail" and "no counterexample" in row.message and row.examples_checked >= 1
 
 
 def test_a_counterexample_property_that_finds_one_is_refuted_and_keeps_it() -> None:

@@ -1,0 +1,209 @@
+"""A fork server: one process that imports torch once and forks a fresh worker on request.
+
+Importing torch takes seconds; forking a process that has already imported it takes
+milliseconds. The checker starts one fork server (:class:`ForkServer`) and asks it for a
+worker whenever an implementation needs one, including after every crash. Each worker
+is a fresh fork: nothing a previous implementation changed survives into it.
+
+Protocol, over a Unix socket pair (the checker and the server both run specformer's own
+code; the implementation only ever runs in a forked child, which closes the socket
+before anything else):
+
+* ``start``: the checker sends the worker's settings with two file descriptors (its end
+  of the request channel and the write end of its output pipe); the server forks and
+  answers the child's process id;
+* ``reap``: the checker, after the child died or was killed, asks for its exit status
+  (negative: the signal that ended it, as ``subprocess`` reports it).
+
+This module does not know what a worker does; :mod:`specformer.worker` does.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+_LENGTH = struct.Struct("<I")
+
+
+class ForkServerError(RuntimeError):
+    """The fork server could not be started or stopped answering."""
+
+
+def _send(sock: socket.socket, message: Any, fds: list[int] | None = None) -> None:
+    data = pickle.dumps(message)
+    payload = _LENGTH.pack(len(data)) + data
+    if fds:
+        socket.send_fds(sock, [payload], fds)
+    else:
+        sock.sendall(payload)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise EOFError("the other side closed the socket")
+        data += chunk
+    return data
+
+
+def _recv(sock: socket.socket, with_fds: int = 0) -> tuple[Any, list[int]]:
+    fds: list[int] = []
+    if with_fds:
+        head, fds, _, _ = socket.recv_fds(sock, _LENGTH.size, with_fds)
+        if not head:
+            raise EOFError("the other side closed the socket")
+        head += _recv_exact(sock, _LENGTH.size - len(head))
+    else:
+        head = _recv_exact(sock, _LENGTH.size)
+    (length,) = _LENGTH.unpack(head)
+    return pickle.loads(_recv_exact(sock, length)), fds
+
+
+# -- the server process --------------------------------------------------------------------
+
+
+def die_with_parent() -> None:
+    """Have the kernel kill this process when its parent dies (Linux ``PR_SET_PDEATHSIG``).
+
+    The checker's death kills its fork server, whose death kills every worker: a worker
+    stuck in a loop is not left behind by a checker that was killed. Elsewhere a no-op.
+    """
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def serve(fd: int) -> None:
+    """The fork server's loop (run as ``python -c``); exits when the checker goes away."""
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sock = socket.socket(fileno=fd)
+    import torch  # noqa: F401 - the point of the server: imported once, before any fork
+
+    import torch.utils.flop_counter  # noqa: F401 - cost properties count FLOPs in the worker
+
+    import specformer.worker  # noqa: F401
+
+    _send(sock, "ready")
+    while True:
+        try:
+            request, fds = _recv(sock, with_fds=2)
+        except (EOFError, OSError):
+            os._exit(0)
+        if request["op"] == "start":
+            pid = os.fork()
+            if pid == 0:  # the worker
+                sock.close()
+                die_with_parent()
+                code = 0
+                try:
+                    from specformer.worker import main
+
+                    main(fds[0], fds[1], **request["settings"])
+                except BaseException:  # noqa: BLE001 - the worker's own failure, reported by its status
+                    code = 70
+                os._exit(code)
+            for f in fds:
+                os.close(f)
+            _send(sock, pid)
+        elif request["op"] == "reap":
+            for f in fds:
+                os.close(f)
+            try:
+                _, status = os.waitpid(request["pid"], 0)
+                _send(sock, os.waitstatus_to_exitcode(status))
+            except ChildProcessError:
+                _send(sock, None)
+
+
+# -- the checker's handle ------------------------------------------------------------------
+
+
+class ForkServer:
+    """The checker's connection to its fork server, started on first use."""
+
+    def __init__(self, startup_timeout: float = 120.0) -> None:
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._startup_timeout = startup_timeout
+
+    def _start(self) -> socket.socket:
+        mine, theirs = socket.socketpair()
+        package_root = str(Path(__file__).resolve().parent.parent)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", f"from specformer.forkserver import serve; serve({theirs.fileno()})"],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, start_new_session=True, env=env,
+        )
+        theirs.close()
+        mine.settimeout(self._startup_timeout)
+        try:
+            ready, _ = _recv(mine)
+        except (EOFError, OSError) as exc:
+            raise ForkServerError(f"the fork server did not start ({exc})") from None
+        if ready != "ready":
+            raise ForkServerError(f"the fork server said {ready!r}")
+        mine.settimeout(30)
+        return mine
+
+    def ensure_started(self) -> None:
+        """Start the server now if it is not running (it takes a few seconds: torch's import)."""
+        with self._lock:
+            if self._sock is None:
+                self._sock = self._start()
+
+    def _ask(self, message: dict[str, Any], fds: list[int] | None = None) -> Any:
+        with self._lock:
+            for attempt in (1, 2):
+                if self._sock is None:
+                    self._sock = self._start()
+                try:
+                    _send(self._sock, message, fds or [])
+                    answer, _ = _recv(self._sock)
+                    return answer
+                except (EOFError, OSError) as exc:  # the server died: start another once
+                    self.close()
+                    if attempt == 2 or message["op"] == "reap":
+                        raise ForkServerError(f"the fork server stopped answering ({exc})") from None
+            raise AssertionError("unreachable")
+
+    def start_worker(self, channel: int, output: int, settings: dict[str, Any]) -> int:
+        """Fork a worker that talks over ``channel`` and writes to ``output``; its pid."""
+        return int(self._ask({"op": "start", "settings": settings}, [channel, output]))
+
+    def reap(self, pid: int) -> int | None:
+        """The exit status of a dead (or killed) worker; ``None`` if unknown."""
+        try:
+            return self._ask({"op": "reap", "pid": pid}, [])
+        except ForkServerError:
+            return None
+
+    def close(self) -> None:
+        """Stop the server (its workers notice their closed channels and exit)."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+            self._process = None

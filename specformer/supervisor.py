@@ -1,0 +1,269 @@
+"""The checker's side of the workers: start, call, time out, kill, restart.
+
+Each implementation runs in its own worker process (:mod:`specformer.worker`), forked
+from a fork server that has imported torch once. The supervisor sends a request and
+waits for the answer with a deadline it enforces itself, from outside the worker: a
+worker that does not answer in time is killed (with everything it started). A worker
+that dies (a signal, an exit at any status), answers something malformed or too large,
+or runs past its deadline raises :class:`WorkerLost`, a ``BaseException`` so that
+Hypothesis does not try to shrink it (which would restart the worker again and again);
+the next request starts a fresh worker.
+
+The worker's standard output and error are drained by a thread that keeps only the
+last :data:`OUTPUT_TAIL` bytes, shown when the worker crashes.
+
+This module does not interpret answers beyond their envelope; :mod:`specformer.context`
+checks results and decides what an answer means for a property.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from multiprocessing.connection import Connection
+
+from specformer import wire
+from specformer.forkserver import ForkServer, ForkServerError
+
+#: Bytes of a worker's own output kept to explain a crash.
+OUTPUT_TAIL = 2048
+#: Largest answer accepted from a worker, in bytes.
+MAX_ANSWER = 256 * 1024 * 1024
+#: Default memory limit of a worker, in MiB.
+DEFAULT_MEMORY_MIB = 4096
+
+_FORKSERVER: ForkServer | None = None
+_FORKSERVER_LOCK = threading.Lock()
+
+
+class WorkerLost(BaseException):
+    """The worker crashed, exited, hung past its deadline or answered nonsense."""
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """How workers are started: torch threads and memory limit (MiB; ``None``: none)."""
+
+    threads: int = 1
+    memory_mib: int | None = DEFAULT_MEMORY_MIB
+    memory_kind: str = "as"  # "as": RLIMIT_AS; "data": RLIMIT_DATA (runs that use CUDA)
+
+
+def fork_server() -> ForkServer:
+    """This process's fork server (one per checker process, started on first use)."""
+    global _FORKSERVER
+    with _FORKSERVER_LOCK:
+        if _FORKSERVER is None:
+            _FORKSERVER = ForkServer()
+        return _FORKSERVER
+
+
+def death(exitcode: int | None) -> str:
+    """How a process ended, in words: ``killed by signal SIGSEGV``, ``exited with status 0``."""
+    if exitcode is None:
+        return "stopped answering"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"was killed by {name}"
+    return f"exited with status {exitcode}"
+
+
+@dataclass
+class _Output:
+    """The drained tail of a worker's standard output and error."""
+
+    tail: bytes = b""
+    total: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def text(self) -> str:
+        with self.lock:
+            tail, total = self.tail, self.total
+        if not tail.strip():
+            return ""
+        text = tail.decode("utf-8", "replace").strip()
+        cut = f"(last {len(tail)} of {total} bytes) " if total > len(tail) else ""
+        return f"; its output {cut}ends with: {text[-600:]}"
+
+
+def _drain(fd: int, out: _Output) -> None:
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        with out.lock:
+            out.tail = (out.tail + chunk)[-OUTPUT_TAIL:]
+            out.total += len(chunk)
+    os.close(fd)
+
+
+class Worker:
+    """One live worker process holding one loaded implementation."""
+
+    def __init__(self, spec: str, settings: WorkerSettings, deadline: float) -> None:
+        self.spec = spec
+        self._server = fork_server()
+        mine, theirs = socket.socketpair()
+        out_r, out_w = os.pipe()
+        self._output = _Output()
+        self._exitcode: int | None = None
+        self._dead = False
+        try:
+            self.pid = self._server.start_worker(theirs.fileno(), out_w, {
+                "spec": spec, "threads": settings.threads, "memory_mib": settings.memory_mib,
+                "memory_kind": settings.memory_kind})
+        except ForkServerError as exc:
+            raise WorkerLost(str(exc)) from None
+        finally:
+            theirs.close()
+            os.close(out_w)
+        self._conn = Connection(mine.detach())
+        threading.Thread(target=_drain, args=(out_r, self._output), daemon=True).start()
+        self.load_answer: dict[str, Any] = self._receive("loading the implementation", deadline)
+
+    @property
+    def alive(self) -> bool:
+        """Whether the worker is believed to run (it has not died or been killed)."""
+        return not self._dead
+
+    def _reap(self) -> None:
+        if not self._dead:
+            self._dead = True
+            self._exitcode = self._server.reap(self.pid)
+            self._conn.close()
+
+    def kill(self) -> None:
+        """Stop the worker at once (SIGKILL), with any process it started, and reap it."""
+        if self._dead:
+            return
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self._reap()
+
+    def stop(self) -> None:
+        """Ask the worker to exit; kill it if it does not."""
+        if not self._dead:
+            try:
+                self._conn.send_bytes(pickle.dumps({"op": "stop"}))
+            except OSError:
+                pass
+        self.kill()
+
+    def _lost(self, what: str, how: str) -> WorkerLost:
+        self.kill()
+        return WorkerLost(f"{how} while {what}{self._output.text()}")
+
+    def _receive(self, what: str, deadline: float) -> dict[str, Any]:
+        remaining = deadline - time.monotonic()
+        try:
+            ready = remaining > 0 and self._conn.poll(remaining)
+        except (EOFError, OSError):
+            ready = True  # closed: recv below reports the death
+        if not ready:
+            return _raise(self._lost(what, f"the worker did not answer in time (the row's time limit ran out "
+                                           f"after {max(0.0, remaining):.3g} s of waiting) and was killed"))
+        try:
+            message = self._conn.recv_bytes(MAX_ANSWER)
+        except (EOFError, ConnectionResetError):
+            self._reap()
+            return _raise(self._lost(what, f"the worker {death(self._exitcode)}"))
+        except OSError as exc:
+            return _raise(self._lost(what, f"the worker's answer was rejected ({exc}; limit {MAX_ANSWER} bytes)"))
+        try:
+            answer = wire.decode(message)
+        except wire.WireError as exc:
+            return _raise(self._lost(what, f"the worker's answer is malformed ({exc})"))
+        if not isinstance(answer, dict) or not isinstance(answer.get("status"), str):
+            return _raise(self._lost(what, "the worker's answer has no status"))
+        return answer
+
+    def request(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
+        """Send ``request`` and return the decoded answer, or raise :class:`WorkerLost`."""
+        try:
+            packed = {**request, "args": wire.pack(request.get("args", ())),
+                      "kwargs": wire.pack(request.get("kwargs", {}))}
+            self._conn.send_bytes(pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL))
+        except (OSError, ValueError):
+            self._reap()
+            raise self._lost(what, f"the worker {death(self._exitcode)} before the request") from None
+        return self._receive(what, deadline)
+
+
+def _raise(exc: BaseException) -> Any:
+    raise exc
+
+
+def shutdown() -> None:
+    """Stop this process's fork server (workers notice and exit); a later use starts another."""
+    global _FORKSERVER
+    with _FORKSERVER_LOCK:
+        if _FORKSERVER is not None:
+            _FORKSERVER.close()
+            _FORKSERVER = None
+
+
+class WorkerPool:
+    """Workers by implementation spec, started on first use and after each loss."""
+
+    def __init__(self, settings: WorkerSettings | None = None) -> None:
+        self.settings = settings or WorkerSettings()
+        self._workers: dict[str, Worker] = {}
+        self.starts = 0
+
+    def worker(self, spec: str, deadline: float) -> Worker:
+        """A live worker for ``spec`` (raises :class:`WorkerLost` if none can be started)."""
+        current = self._workers.get(spec)
+        if current is not None and current.alive:
+            return current
+        if current is not None:
+            current.kill()
+        self.starts += 1
+        worker = Worker(spec, self.settings, deadline)
+        self._workers[spec] = worker
+        return worker
+
+    def load(self, spec: str, timeout_s: float) -> dict[str, Any]:
+        """Start a worker for ``spec`` and return its load answer (``loaded`` or ``load-error``).
+
+        ``timeout_s`` counts from when the fork server is ready (its own start, torch's
+        import, is not the implementation's time). A worker that crashes, exits or hangs
+        while importing the implementation gives a ``load-error`` answer naming what
+        happened.
+        """
+        try:
+            fork_server().ensure_started()
+        except ForkServerError as exc:
+            return {"status": "load-error", "message": str(exc)}
+        try:
+            worker = self.worker(spec, time.monotonic() + timeout_s)
+        except WorkerLost as exc:
+            return {"status": "load-error", "message": str(exc)}
+        return worker.load_answer
+
+    def discard(self, spec: str) -> None:
+        """Kill the worker of ``spec``, if any."""
+        worker = self._workers.pop(spec, None)
+        if worker is not None:
+            worker.kill()
+
+    def close(self) -> None:
+        """Stop every worker."""
+        for spec in list(self._workers):
+            worker = self._workers.pop(spec)
+            worker.stop()

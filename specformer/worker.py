@@ -1,0 +1,241 @@
+"""The worker: the only process in which an implementation's code runs.
+
+One worker per implementation, started by :mod:`specformer.supervisor` from a fork
+server that has already imported torch (so a start or a restart takes milliseconds).
+The worker
+
+* sends its standard output and error to a pipe the checker drains (keeping a short
+  tail), and writes a traceback there if it crashes (``faulthandler``);
+* limits its own memory (``RLIMIT_AS``, or ``RLIMIT_DATA`` where CUDA needs a large
+  address space) before it imports the implementation;
+* loads the implementation (:func:`specformer.loading.load_implementation`), then
+  answers calls: it moves the inputs it received (copies, never the checker's tensors)
+  to the device, calls the operation, checks that no input was modified in place, and
+  sends back the result through the plain-data codec of :mod:`specformer.wire`.
+
+Whatever the implementation does here (raise any ``BaseException``, exit, crash, hang,
+patch torch) stays here: the checker computes every expected value and decides every
+verdict in its own process, and treats a silent worker as a failure of the
+implementation. This module does not decide outcomes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import faulthandler
+import inspect
+import os
+import pickle
+import resource
+import signal
+import sys
+import traceback
+from typing import Any, Callable, Iterator
+
+import torch
+
+from specformer import wire
+from specformer.loading import ImplementationLoadError, load_implementation
+from specformer.protocol import NotApplicable, provided_operations
+
+#: Longest message kept from an exception raised by the implementation.
+MAX_MESSAGE = 2000
+
+
+def safe_str(value: Any, limit: int = MAX_MESSAGE) -> str:
+    """``str(value)``, cut to ``limit`` characters; never raises."""
+    try:
+        text = str(value)
+    except BaseException as exc:  # noqa: BLE001 - a hostile __str__
+        text = f"<unprintable: {type(exc).__name__}>"
+    return text if len(text) <= limit else text[:limit] + " [cut]"
+
+
+_ACCEPTS: dict[tuple[int, str], bool] = {}
+
+
+def accepts(fn: Callable[..., Any] | None, parameter: str) -> bool:
+    """Whether ``fn`` takes a keyword argument ``parameter`` (by name or through ``**kwargs``)."""
+    key = (id(getattr(fn, "__func__", fn)), parameter)
+    if key not in _ACCEPTS:
+        try:
+            params = inspect.signature(fn).parameters.values()  # type: ignore[arg-type]
+            _ACCEPTS[key] = any(p.name == parameter or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+        except (TypeError, ValueError):
+            _ACCEPTS[key] = False
+    return _ACCEPTS[key]
+
+
+# -- inputs: device moves and in-place checks --------------------------------------------
+
+
+def tensors_in(value: Any, path: str, seen: set[int] | None = None) -> Iterator[tuple[str, torch.Tensor]]:
+    """Every tensor inside ``value`` (tuples, lists, dicts, dataclasses), with a readable path."""
+    if isinstance(value, (str, int, float, type(None))):
+        return
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return
+    if isinstance(value, torch.Tensor):
+        seen.add(id(value))
+        yield path, value
+    elif isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            yield from tensors_in(item, f"{path}[{i}]", seen)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from tensors_in(item, f"{path}[{key!r}]", seen)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from tensors_in(getattr(value, f.name), f"{path}.{f.name}", seen)
+
+
+def to_device(value: Any, device: torch.device) -> Any:
+    """``value`` with every tensor moved to ``device``; shared tensors stay shared."""
+    return wire.rebuild(value, lambda t: t.to(device))
+
+
+def _bytes_of(t: torch.Tensor) -> bytes:
+    return wire._tensor_bytes(t)
+
+
+# -- one request -------------------------------------------------------------------------
+
+
+def _raised(exc: BaseException) -> dict[str, Any]:
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+    if isinstance(exc, SystemExit):
+        return {"status": "raised", "type": "SystemExit", "message": f"exit status {safe_str(exc.code)}",
+                "where": where}
+    return {"status": "raised", "type": type(exc).__qualname__, "message": safe_str(exc), "where": where}
+
+
+def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """Run one call request against ``impl``; the answer as a plain dict (never raises)."""
+    method = getattr(impl, request["method"], None)
+    if not callable(method):
+        return {"status": "missing"}
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    args, kwargs = wire.unpack((tuple(request["args"]), dict(request["kwargs"])))
+    kwargs.update({k: v for k, v in request.get("optional", {}).items() if accepts(method, k)})
+    names = list(request.get("names", ())) + [f"argument {i + 1}" for i in range(len(request.get("names", ())),
+                                                                                 len(args))]
+    received = [(path, tuple(t.shape), _bytes_of(t)) for path, t in tensors_in((args, kwargs), "")]
+    device = torch.device(request.get("device", "cpu"))
+    if device.type != "cpu":
+        args, kwargs = to_device((args, kwargs), device)
+    flops: int | None = None
+    try:
+        if request.get("count_flops"):
+            from torch.utils.flop_counter import FlopCounterMode
+
+            with FlopCounterMode(display=False) as counter:
+                value = method(*args, **kwargs)
+            flops = int(counter.get_total_flops())
+        else:
+            value = method(*args, **kwargs)
+    except NotApplicable as exc:
+        return {"status": "not-applicable", "message": safe_str(exc)}
+    except BaseException as exc:  # noqa: BLE001 - everything the implementation raises is its answer
+        return _raised(exc)
+    mutated = []
+    after = list(tensors_in((args, kwargs), ""))
+    for (path, shape, before), (_, now) in zip(received, after):
+        try:
+            same = tuple(now.shape) == shape and _bytes_of(now) == before
+        except Exception:  # noqa: BLE001 - a storage the implementation replaced or freed
+            same = False
+        if not same:
+            mutated.append(_readable(path, names))
+    return {"status": "ok", "value": value, "flops": flops, "mutated": mutated}
+
+
+def _readable(path: str, names: list[str]) -> str:
+    """``[0][2].w_q`` -> ``v`` / ``params.w_q``: positional paths named after the protocol."""
+    if path.startswith("[0]["):
+        index, _, rest = path[4:].partition("]")
+        name = names[int(index)] if int(index) < len(names) else f"argument {int(index) + 1}"
+        return name + rest
+    if path.startswith("[1]["):
+        key, _, rest = path[4:].partition("]")
+        return key.strip("'\"") + rest
+    return path
+
+
+def load(spec: str) -> tuple[Any, dict[str, Any]]:
+    """Load the implementation named ``spec``; return it and the answer to send."""
+    try:
+        loaded = load_implementation(spec)
+    except BaseException as exc:  # noqa: BLE001 - an import that exits or raises anything
+        if isinstance(exc, SystemExit):
+            message = f"importing it called exit (status {safe_str(exc.code)})"
+        else:
+            message = safe_str(exc) if isinstance(exc, ImplementationLoadError) else f"{type(exc).__name__}: {safe_str(exc)}"
+        return None, {"status": "load-error", "message": message}
+    return loaded.obj, {"status": "loaded", "name": safe_str(loaded.name, 200),
+                        "operations": sorted(provided_operations(loaded.obj))}
+
+
+def _answer(reply: dict[str, Any]) -> bytes:
+    try:
+        return wire.encode(reply)
+    except BaseException as exc:  # noqa: BLE001 - a value whose iteration raises
+        return wire.encode({"status": "unencodable", "message": f"{type(exc).__name__}: {safe_str(exc, 300)}"})
+
+
+# -- the process -------------------------------------------------------------------------
+
+
+def limit_memory(mib: int | None, kind: str) -> None:
+    """Cap this process's memory: ``kind`` ``"as"`` (address space) or ``"data"``."""
+    if not mib:
+        return
+    which = resource.RLIMIT_AS if kind == "as" else resource.RLIMIT_DATA
+    limit = mib * 1024 * 1024
+    _, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(which, (limit, hard))
+
+
+def main(channel: int, output: int, spec: str, threads: int = 1, memory_mib: int | None = None,
+         memory_kind: str = "as") -> None:
+    """The worker's life: set up, load ``spec``, answer requests on ``channel`` until told to stop.
+
+    ``channel`` is a socket's file descriptor (requests in, answers out); ``output`` the
+    write end of the pipe that takes this process's standard output and error.
+    """
+    from multiprocessing.connection import Connection
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the checker's to handle
+    os.setsid()  # a group of its own: the checker kills it with whatever it started
+    os.dup2(output, 1)
+    os.dup2(output, 2)
+    os.close(output)
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+    faulthandler.enable(file=sys.stderr)
+    torch.set_num_threads(max(1, threads))
+    limit_memory(memory_mib, memory_kind)
+    conn = Connection(channel)
+    impl, reply = load(spec)
+    conn.send_bytes(_answer(reply))
+    if impl is None:
+        return
+    while True:
+        try:
+            request = pickle.loads(conn.recv_bytes())
+        except (EOFError, OSError):
+            return
+        if request.get("op") == "stop":
+            return
+        conn.send_bytes(_answer(call(impl, request)))
+
+
+def run_locally(impl: Any, request: dict[str, Any]) -> Any:
+    """One call in this process through the same copies and codec as a worker (tests only)."""
+    packed = {**request, "args": wire.pack(request.get("args", ())), "kwargs": wire.pack(request.get("kwargs", {}))}
+    copied = pickle.loads(pickle.dumps(packed))
+    return wire.decode(_answer(call(impl, copied)))
