@@ -91,17 +91,35 @@ def die_with_parent() -> None:
         os._exit(1)
 
 
+def warm_up() -> None:
+    """Pay once, here, what every worker would otherwise pay: importing torch and the
+    worker, and the first use of ``FlopCounterMode`` (it imports sympy and hundreds of
+    modules: seconds). Then freeze the garbage collector's view of all those objects, so
+    that a worker's collections neither walk them nor copy their pages.
+
+    Runs on one thread: no thread pool exists when the server forks.
+    """
+    import gc
+
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    import specformer.worker  # noqa: F401
+
+    torch.set_num_threads(1)
+    x = torch.ones(1, 2, 2)
+    with FlopCounterMode(display=False):
+        torch.softmax(x @ x.transpose(-2, -1), dim=-1)
+    gc.collect()
+    gc.freeze()
+
+
 def serve(fd: int) -> None:
     """The fork server's loop (run as ``python -c``); exits when the checker goes away."""
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock = socket.socket(fileno=fd)
-    import torch  # noqa: F401 - the point of the server: imported once, before any fork
-
-    import torch.utils.flop_counter  # noqa: F401 - cost properties count FLOPs in the worker
-
-    import specformer.worker  # noqa: F401
-
+    warm_up()
     _send(sock, "ready")
     while True:
         try:

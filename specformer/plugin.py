@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -115,8 +116,13 @@ class SuiteState:
         if self._pool is None:
             cuda = "cuda" in devices.requested_devices(self.option("specformer_device"))
             memory = self.option("specformer_memory_limit")
-            self._pool = WorkerPool(WorkerSettings(threads=self.option("specformer_threads"),
-                                                   memory_mib=memory or None, memory_kind="data" if cuda else "as"))
+            # A checker and its worker take turns: polling instead of sleeping saves the cost of
+            # waking a sleeping process, but only while every pair has two cores to itself.
+            checkers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+            spin_s = 0.0005 if 2 * checkers <= (os.cpu_count() or 1) else 0.0
+            spin_s = float(os.environ.get("SPECFORMER_SPIN_S", spin_s))  # for benchmarks/isolation_time.py
+            self._pool = WorkerPool(WorkerSettings(threads=self.option("specformer_threads"), memory_mib=memory or None,
+                                                   memory_kind="data" if cuda else "as", spin_s=spin_s))
         return self._pool
 
     def close(self) -> None:
@@ -223,6 +229,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if state.is_xdist_controller:
         _ = state.implementations  # loaded here once, then handed to the workers
         state.close()
+        shutdown()
 
 
 @pytest.hookimpl(optionalhook=True)

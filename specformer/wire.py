@@ -75,6 +75,8 @@ class Opaque:
 # -- encoding (in the worker) ----------------------------------------------------------
 
 
+#: torch dtype -> its name here.
+DTYPE_NAMES: dict[torch.dtype, str] = {d: name for name, d in DTYPES.items()}
 #: Bytes per element of each carried dtype.
 ITEMSIZE: dict[str, int] = {name: torch.empty((), dtype=d).element_size() for name, d in DTYPES.items()}
 _NUMPY_DTYPES = frozenset({torch.float64, torch.float32, torch.float16, torch.int64, torch.int32, torch.int16,
@@ -112,8 +114,10 @@ def encode(value: Any) -> bytes:
         if type(x) is float:
             return x if math.isfinite(x) else {"$t": "float", "v": repr(x)}
         if isinstance(x, torch.Tensor):
-            dtype = str(x.dtype).removeprefix("torch.")
-            info = {"$t": "tensor", "dtype": dtype, "shape": list(x.shape), "device": str(x.device),
+            dtype = DTYPE_NAMES.get(x.dtype) or str(x.dtype).removeprefix("torch.")
+            device = x.device
+            info = {"$t": "tensor", "dtype": dtype, "shape": list(x.shape),
+                    "device": device.type if device.index is None else f"{device.type}:{device.index}",
                     "class": type(x).__qualname__}
             try:
                 return {**info, **blob(_tensor_bytes(x))}
@@ -285,12 +289,13 @@ def pack(value: Any) -> Any:
     def convert(t: Any) -> Any:
         if isinstance(t, PackedTensor):
             return t
-        return PackedTensor(str(t.dtype).removeprefix("torch."), tuple(t.shape), _tensor_bytes(t))
+        return PackedTensor(DTYPE_NAMES.get(t.dtype) or str(t.dtype).removeprefix("torch."), tuple(t.shape),
+                            _tensor_bytes(t))
     return rebuild(value, convert, {})
 
 
 def unpack(value: Any) -> Any:
     """The inverse of :func:`pack`: fresh CPU tensors that own their memory."""
-    def convert(p: Any) -> Any:
-        return p if isinstance(p, torch.Tensor) else _from_bytes(p.data, p.dtype, p.shape)
-    return rebuild(value, convert, {})
+    if isinstance(value, PackedTensor):
+        return _from_bytes(value.data, value.dtype, value.shape)
+    return rebuild(value, lambda p: p if isinstance(p, torch.Tensor) else _from_bytes(p.data, p.dtype, p.shape))

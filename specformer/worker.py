@@ -29,6 +29,7 @@ import pickle
 import resource
 import signal
 import sys
+import time
 import traceback
 from typing import Any, Callable, Iterator
 
@@ -116,16 +117,24 @@ def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
     method = getattr(impl, request["method"], None)
     if not callable(method):
         return {"status": "missing"}
+    received: list[tuple[torch.Tensor, tuple[int, ...], bytes]] = []  # the inputs as they arrived
+
+    def arrive(packed: Any) -> torch.Tensor:
+        tensor = wire.unpack(packed)
+        if isinstance(packed, wire.PackedTensor):
+            received.append((tensor, tuple(packed.shape), packed.data))
+        return tensor
+
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
-    args, kwargs = wire.unpack((tuple(request["args"]), dict(request["kwargs"])))
+    args, kwargs = wire.rebuild((tuple(request["args"]), dict(request["kwargs"])), arrive)
     kwargs.update({k: v for k, v in request.get("optional", {}).items() if accepts(method, k)})
-    names = list(request.get("names", ())) + [f"argument {i + 1}" for i in range(len(request.get("names", ())),
-                                                                                 len(args))]
-    received = [(path, tuple(t.shape), _bytes_of(t)) for path, t in tensors_in((args, kwargs), "")]
+    given = [t for t, _, _ in received]
     device = torch.device(request.get("device", "cpu"))
     if device.type != "cpu":
-        args, kwargs = to_device((args, kwargs), device)
+        memo: dict[int, Any] = {}
+        args, kwargs = wire.rebuild((args, kwargs), lambda t: t.to(device), memo)
+        given = [memo[id(t)] for t in given]
     flops: int | None = None
     try:
         if request.get("count_flops"):
@@ -140,15 +149,19 @@ def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
         return {"status": "not-applicable", "message": safe_str(exc)}
     except BaseException as exc:  # noqa: BLE001 - everything the implementation raises is its answer
         return _raised(exc)
-    mutated = []
-    after = list(tensors_in((args, kwargs), ""))
-    for (path, shape, before), (_, now) in zip(received, after):
+    changed = []
+    for i, (now, (_, shape, before)) in enumerate(zip(given, received)):
         try:
             same = tuple(now.shape) == shape and _bytes_of(now) == before
         except Exception:  # noqa: BLE001 - a storage the implementation replaced or freed
             same = False
         if not same:
-            mutated.append(_readable(path, names))
+            changed.append(i)
+    mutated = []
+    if changed:
+        names = list(request.get("names", ()))
+        paths = [path for path, _ in tensors_in((args, kwargs), "")]
+        mutated = [_readable(paths[i], names) for i in changed if i < len(paths)]
     return {"status": "ok", "value": value, "flops": flops, "mutated": mutated}
 
 
@@ -201,7 +214,7 @@ def limit_memory(mib: int | None, kind: str) -> None:
 
 
 def main(channel: int, output: int, spec: str, threads: int = 1, memory_mib: int | None = None,
-         memory_kind: str = "as") -> None:
+         memory_kind: str = "as", spin_s: float = 0.0) -> None:
     """The worker's life: set up, load ``spec``, answer requests on ``channel`` until told to stop.
 
     ``channel`` is a socket's file descriptor (requests in, answers out); ``output`` the
@@ -225,6 +238,9 @@ def main(channel: int, output: int, spec: str, threads: int = 1, memory_mib: int
     if impl is None:
         return
     while True:
+        end = time.perf_counter() + spin_s  # poll before sleeping: see supervisor.Worker._spin
+        while time.perf_counter() < end and not conn.poll(0):
+            pass
         try:
             request = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError):
