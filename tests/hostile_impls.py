@@ -61,7 +61,7 @@ class ModifiesInputs:
 
 
 class PatchesTorch:
-    """Patches softmax everywhere in its process, then computes attention with it."""
+    """Patches softmax and torch's defaults in its process, then computes attention with it."""
 
     name = "patches-torch"
 
@@ -71,6 +71,7 @@ class PatchesTorch:
         torch.nn.functional.softmax = uniform
         torch.Tensor.softmax = uniform
         torch.set_default_dtype(torch.float16)
+        torch.set_default_device("meta")
 
     def attention(self, q, k, v, mask=None, *, causal=False):
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
@@ -162,12 +163,3 @@ class EatsMemory:
     def attention(self, q, k, v, mask=None, *, causal=False):
         hog = torch.ones(8 * 1024**3, dtype=torch.float64)
         return hog, None
-
-
-class HostileName:
-    """Correct, with HTML and Markdown in its name."""
-
-    name = '<script>alert("name")</script> **bold** [link](javascript:alert(1))'
-
-    def attention(self, q, k, v, mask=None, *, causal=False):
-        return correct_attention(q, k, v, mask, causal)
