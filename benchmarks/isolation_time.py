@@ -12,8 +12,9 @@ Usage::
 * **Per call**: the median round trip of ``attention`` on ``(1, 4, 8)`` float32 inputs
   through the reference's worker, against the same call made directly in this process;
   the difference is the worker's overhead per call (copies, codec, in-place check, IPC).
-* ``--source DIR`` measures the suite of another checkout (for a before/after
-  comparison; ``--jobs`` values above 1 need a version that has ``--jobs``).
+* ``--baseline DIR`` also runs the suite of another checkout at one job (the version
+  before isolation, say), interleaved with the runs above so that both see the same
+  machine: on a shared virtual machine the speed drifts by tens of percent in minutes.
 
 Results go to ``benchmarks/results/isolation_time.json``. A measurement, never an assertion.
 """
@@ -95,17 +96,22 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--source", type=Path, default=ROOT)
+    parser.add_argument("--baseline", type=Path, default=None, help="another checkout, run at one job")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "isolation_time.json")
     parser.add_argument("--no-calls", action="store_true", help="skip the per-call measurement")
     args = parser.parse_args()
     suite: dict[str, list[dict[str, float]]] = {}
-    for jobs in args.jobs:
-        suite[f"jobs={jobs}"] = [run_suite(jobs, args.source) for _ in range(args.repeat)]
-        walls = [r["wall_s"] for r in suite[f"jobs={jobs}"]]
-        print(f"--jobs {jobs}: wall {walls} s (median {statistics.median(walls):.1f})", flush=True)
+    plan = [(f"jobs={jobs}", jobs, args.source) for jobs in args.jobs]
+    if args.baseline:
+        plan.insert(0, ("baseline", 1, args.baseline))
+    for _ in range(args.repeat):  # interleaved: each round runs every configuration once
+        for label, jobs, source in plan:
+            suite.setdefault(label, []).append(run_suite(jobs, source))
+            print(f"{label}: {suite[label][-1]}", flush=True)
     result = {
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
-        "source": str(args.source), "profile": "ci", "suite": suite,
+        "source": str(args.source), "baseline": str(args.baseline) if args.baseline else None,
+        "profile": "ci", "suite": suite,
         "median_wall_s": {k: statistics.median(r["wall_s"] for r in v) for k, v in suite.items()},
     }
     if not args.no_calls:
