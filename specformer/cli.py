@@ -101,14 +101,20 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 def _run(args: argparse.Namespace, extra: list[str]) -> int:
-    import pytest
-
-    import specformer.properties
-
     problem = _usage_problem(args)
     if problem:
         print(f"specformer: error: {problem}", file=sys.stderr)
         return EXIT_CODES["usage"]
+    from specformer import forkserver
+
+    # torch's import in the fork server overlaps pytest's start here; with several jobs this
+    # process only loads implementations, and each job's process has a warmed server of its own
+    forkserver.shared(warm=args.jobs == 1).launch()
+
+    import pytest
+
+    import specformer.properties
+
     impls = args.impl or list(DEFAULT_IMPLEMENTATIONS)
     report_path = Path(args.report)
     pytest_args = [os.path.dirname(specformer.properties.__file__),

@@ -91,35 +91,37 @@ def die_with_parent() -> None:
         os._exit(1)
 
 
-def warm_up() -> None:
+def warm_up(flops: bool = True) -> None:
     """Pay once, here, what every worker would otherwise pay: importing torch and the
-    worker, and the first use of ``FlopCounterMode`` (it imports sympy and hundreds of
-    modules: seconds). Then freeze the garbage collector's view of all those objects, so
-    that a worker's collections neither walk them nor copy their pages.
+    worker, and (``flops``) the first use of ``FlopCounterMode`` (it imports sympy and
+    hundreds of modules: seconds). Then freeze the garbage collector's view of all those
+    objects, so that a worker's collections neither walk them nor copy their pages.
 
     Runs on one thread: no thread pool exists when the server forks.
     """
     import gc
 
     import torch
-    from torch.utils.flop_counter import FlopCounterMode
 
     import specformer.worker  # noqa: F401
 
-    torch.set_num_threads(1)
-    x = torch.ones(1, 2, 2)
-    with FlopCounterMode(display=False):
-        torch.softmax(x @ x.transpose(-2, -1), dim=-1)
+    if flops:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        torch.set_num_threads(1)
+        x = torch.ones(1, 2, 2)
+        with FlopCounterMode(display=False):
+            torch.softmax(x @ x.transpose(-2, -1), dim=-1)
     gc.collect()
     gc.freeze()
 
 
-def serve(fd: int) -> None:
+def serve(fd: int, warm: bool = True) -> None:
     """The fork server's loop (run as ``python -c``); exits when the checker goes away."""
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock = socket.socket(fileno=fd)
-    warm_up()
+    warm_up(flops=warm)
     _send(sock, "ready")
     while True:
         try:
@@ -156,24 +158,42 @@ def serve(fd: int) -> None:
 
 
 class ForkServer:
-    """The checker's connection to its fork server, started on first use."""
+    """The checker's connection to its fork server, started on first use (or :meth:`launch`).
 
-    def __init__(self, startup_timeout: float = 120.0) -> None:
+    ``warm=False`` skips the ``FlopCounterMode`` warm-up, for a checker that only loads
+    implementations to learn their operations.
+    """
+
+    def __init__(self, startup_timeout: float = 120.0, warm: bool = True) -> None:
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
+        self._launched: socket.socket | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._startup_timeout = startup_timeout
+        self._warm = warm
 
-    def _start(self) -> socket.socket:
+    def launch(self) -> None:
+        """Start the server's process now without waiting for it: its seconds of imports then
+        overlap the checker's own start-up. Idempotent."""
+        with self._lock:
+            if self._sock is None and self._launched is None:
+                self._launched = self._spawn()
+
+    def _spawn(self) -> socket.socket:
         mine, theirs = socket.socketpair()
         package_root = str(Path(__file__).resolve().parent.parent)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
         self._process = subprocess.Popen(
-            [sys.executable, "-c", f"from specformer.forkserver import serve; serve({theirs.fileno()})"],
+            [sys.executable, "-c",
+             f"from specformer.forkserver import serve; serve({theirs.fileno()}, warm={self._warm!r})"],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, start_new_session=True, env=env,
         )
         theirs.close()
+        return mine
+
+    def _start(self) -> socket.socket:
+        mine, self._launched = self._launched or self._spawn(), None
         mine.settimeout(self._startup_timeout)
         try:
             ready, _ = _recv(mine)
@@ -218,10 +238,33 @@ class ForkServer:
 
     def close(self) -> None:
         """Stop the server (its workers notice their closed channels and exit)."""
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
+        for sock in (self._sock, self._launched):
+            if sock is not None:
+                sock.close()
+        self._sock = self._launched = None
         if self._process is not None:
             self._process.kill()
             self._process.wait()
             self._process = None
+
+
+_SHARED: ForkServer | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared(warm: bool = True) -> ForkServer:
+    """This process's fork server (``warm`` applies when this call creates it)."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None:
+            _SHARED = ForkServer(warm=warm)
+        return _SHARED
+
+
+def shutdown_shared() -> None:
+    """Stop this process's fork server, if any; a later :func:`shared` starts another."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is not None:
+            _SHARED.close()
+            _SHARED = None

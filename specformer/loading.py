@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from specformer.adapters import BUILTIN
-from specformer.protocol import OPERATIONS, provided_operations
 
 DEFAULT_ATTRIBUTE = "implementation"
 
@@ -41,6 +40,8 @@ class LoadedImplementation:
     @property
     def operations(self) -> list[str]:
         """The protocol operations it provides."""
+        from specformer.protocol import provided_operations
+
         return sorted(provided_operations(self.obj))
 
 
@@ -81,6 +82,8 @@ def file_target(spec: str) -> Path | None:
 
 def load_implementation(spec: str) -> LoadedImplementation:
     """Resolve ``spec`` to an implementation; raise :class:`ImplementationLoadError` with the reason."""
+    from specformer.protocol import OPERATIONS, provided_operations  # torch: only where code is loaded
+
     target, attribute = _split(BUILTIN.get(spec, spec))
     if target.endswith(".py") or "/" in target or "\\" in target:
         module = _import_file(Path(target))

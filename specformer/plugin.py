@@ -38,7 +38,7 @@ import pytest
 import torch
 
 import specformer.properties
-from specformer import devices
+from specformer import devices, forkserver
 from specformer.adapters import DEFAULT_IMPLEMENTATIONS
 from specformer.context import WorkerBackend
 from specformer.profiles import PROFILES
@@ -218,6 +218,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "specformer: a property of the specformer suite")
     if not state.active:
         return
+    if state.is_xdist_worker:
+        forkserver.shared().launch()  # its imports overlap this process's collection
     path = config.getoption("specformer_report")
     if path and not state.is_xdist_worker:
         impls = list(state.implementations)

@@ -30,7 +30,7 @@ from typing import Any
 
 from multiprocessing.connection import Connection
 
-from specformer import wire
+from specformer import forkserver, wire
 from specformer.forkserver import ForkServer, ForkServerError
 
 #: Bytes of a worker's own output kept to explain a crash.
@@ -39,10 +39,6 @@ OUTPUT_TAIL = 2048
 MAX_ANSWER = 256 * 1024 * 1024
 #: Default memory limit of a worker, in MiB.
 DEFAULT_MEMORY_MIB = 4096
-
-_FORKSERVER: ForkServer | None = None
-_FORKSERVER_LOCK = threading.Lock()
-
 
 class WorkerLost(BaseException):
     """The worker crashed, exited, hung past its deadline or answered nonsense."""
@@ -60,11 +56,7 @@ class WorkerSettings:
 
 def fork_server() -> ForkServer:
     """This process's fork server (one per checker process, started on first use)."""
-    global _FORKSERVER
-    with _FORKSERVER_LOCK:
-        if _FORKSERVER is None:
-            _FORKSERVER = ForkServer()
-        return _FORKSERVER
+    return forkserver.shared()
 
 
 def death(exitcode: int | None) -> str:
@@ -225,11 +217,7 @@ def _raise(exc: BaseException) -> Any:
 
 def shutdown() -> None:
     """Stop this process's fork server (workers notice and exit); a later use starts another."""
-    global _FORKSERVER
-    with _FORKSERVER_LOCK:
-        if _FORKSERVER is not None:
-            _FORKSERVER.close()
-            _FORKSERVER = None
+    forkserver.shutdown_shared()
 
 
 class WorkerPool:
