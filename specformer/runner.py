@@ -40,7 +40,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
-from hypothesis.errors import FailedHealthCheck, Unsatisfiable, UnsatisfiedAssumption
+from hypothesis.errors import FailedHealthCheck, Unsatisfiable
 
 from specformer import devices
 from specformer.context import Backend, Context, ImplementationError
@@ -173,8 +173,6 @@ def run_property(
             counts["checked"] += 1
             if not first_failure:
                 first_failure.append(exc)
-            raise
-        except UnsatisfiedAssumption:
             raise
         counts["checked"] += 1
         return result

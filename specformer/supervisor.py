@@ -173,21 +173,21 @@ class Worker:
         except (OSError, ValueError):
             ready = True  # closed: recv below reports the death
         if not ready:
-            return _raise(self._lost(what, f"the worker did not answer in time (the row's time limit ran out "
-                                           f"after {max(0.0, remaining):.3g} s of waiting) and was killed"))
+            raise self._lost(what, f"the worker did not answer in time (the row's time limit ran out "
+                                   f"after {max(0.0, remaining):.3g} s of waiting) and was killed")
         try:
             message = self._conn.recv_bytes(MAX_ANSWER)
         except (EOFError, ConnectionResetError):
             self._reap()
-            return _raise(self._lost(what, f"the worker {death(self._exitcode)}"))
+            raise self._lost(what, f"the worker {death(self._exitcode)}") from None
         except OSError as exc:
-            return _raise(self._lost(what, f"the worker's answer was rejected ({exc}; limit {MAX_ANSWER} bytes)"))
+            raise self._lost(what, f"the worker's answer was rejected ({exc}; limit {MAX_ANSWER} bytes)") from None
         try:
             answer = wire.decode(message)
         except wire.WireError as exc:
-            return _raise(self._lost(what, f"the worker's answer is malformed ({exc})"))
+            raise self._lost(what, f"the worker's answer is malformed ({exc})") from None
         if not isinstance(answer, dict) or not isinstance(answer.get("status"), str):
-            return _raise(self._lost(what, "the worker's answer has no status"))
+            raise self._lost(what, "the worker's answer has no status")
         return answer
 
     def _spin(self) -> bool:
@@ -209,10 +209,6 @@ class Worker:
             self._reap()
             raise self._lost(what, f"the worker {death(self._exitcode)} before the request") from None
         return self._receive(what, deadline)
-
-
-def _raise(exc: BaseException) -> Any:
-    raise exc
 
 
 def shutdown() -> None:

@@ -84,7 +84,7 @@ _NUMPY_DTYPES = frozenset({torch.float64, torch.float32, torch.float16, torch.in
 _ATOMS = (str, int, float, bool, type(None), bytes)
 
 
-def _tensor_bytes(t: torch.Tensor) -> bytes:
+def tensor_bytes(t: torch.Tensor) -> bytes:
     """The tensor's values as raw bytes (C order), ignoring any subclass behaviour."""
     if type(t) is torch.Tensor and t.dtype in _NUMPY_DTYPES and t.device.type == "cpu" and not t.requires_grad:
         return t.numpy().tobytes()
@@ -120,7 +120,7 @@ def encode(value: Any) -> bytes:
                     "device": device.type if device.index is None else f"{device.type}:{device.index}",
                     "class": type(x).__qualname__}
             try:
-                return {**info, **blob(_tensor_bytes(x))}
+                return {**info, **blob(tensor_bytes(x))}
             except Exception as exc:  # a meta tensor, a sparse layout, a subclass that refuses
                 return {**info, "problem": f"its values cannot be read ({type(exc).__name__}: {exc})"[:500]}
         if isinstance(x, (bytes, bytearray)):
@@ -290,7 +290,7 @@ def pack(value: Any) -> Any:
         if isinstance(t, PackedTensor):
             return t
         return PackedTensor(DTYPE_NAMES.get(t.dtype) or str(t.dtype).removeprefix("torch."), tuple(t.shape),
-                            _tensor_bytes(t))
+                            tensor_bytes(t))
     return rebuild(value, convert, {})
 
 

@@ -91,13 +91,12 @@ def tensors_in(value: Any, path: str, seen: set[int] | None = None) -> Iterator[
             yield from tensors_in(getattr(value, f.name), f"{path}.{f.name}", seen)
 
 
-def to_device(value: Any, device: torch.device) -> Any:
-    """``value`` with every tensor moved to ``device``; shared tensors stay shared."""
-    return wire.rebuild(value, lambda t: t.to(device))
+def to_device(value: Any, device: torch.device, memo: dict[int, Any] | None = None) -> Any:
+    """``value`` with every tensor moved to ``device``; shared tensors stay shared.
 
-
-def _bytes_of(t: torch.Tensor) -> bytes:
-    return wire._tensor_bytes(t)
+    ``memo`` receives each original object's id mapped to its moved copy.
+    """
+    return wire.rebuild(value, lambda t: t.to(device), memo)
 
 
 # -- one request -------------------------------------------------------------------------
@@ -133,7 +132,7 @@ def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
     device = torch.device(request.get("device", "cpu"))
     if device.type != "cpu":
         memo: dict[int, Any] = {}
-        args, kwargs = wire.rebuild((args, kwargs), lambda t: t.to(device), memo)
+        args, kwargs = to_device((args, kwargs), device, memo)
         given = [memo[id(t)] for t in given]
     flops: int | None = None
     try:
@@ -152,7 +151,7 @@ def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
     changed = []
     for i, (now, (_, shape, before)) in enumerate(zip(given, received)):
         try:
-            same = tuple(now.shape) == shape and _bytes_of(now) == before
+            same = tuple(now.shape) == shape and wire.tensor_bytes(now) == before
         except Exception:  # noqa: BLE001 - a storage the implementation replaced or freed
             same = False
         if not same:
