@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -190,12 +189,12 @@ def test_a_result_on_the_wrong_device_is_an_error() -> None:
 @pytest.mark.parametrize("class_name, name", [("Spins", "spins"), ("BlocksTheAlarm", "blocks-alarm")],
                          ids=["busy-loop", "alarm-blocked"])
 def test_a_hang_is_cut_by_the_row_time_limit(class_name: str, name: str) -> None:
-    start = time.perf_counter()
     row = run_in_worker(class_name, FORMULA, timeout_s=1)
-    elapsed = time.perf_counter() - start
     assert row.outcome == "error"
     assert "did not answer in time" in row.message and name in row.message
-    assert elapsed < 8, f"the row took {elapsed:.1f} s despite a 1 s limit"
+    # The implementation never returns: any finite duration shows the limit cut it. The bound
+    # is loose because a loaded machine slows the kill and the worker's restart, not the limit.
+    assert row.duration_s < 30, f"the row took {row.duration_s:.1f} s despite a 1 s limit"
 
 
 def test_a_crash_ends_the_row_at_once_and_the_next_row_gets_a_fresh_worker() -> None:
