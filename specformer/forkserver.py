@@ -106,12 +106,12 @@ def warm_up(flops: bool = True) -> None:
     import specformer.worker  # noqa: F401
 
     if flops:
-        from torch.utils.flop_counter import FlopCounterMode
+        from specformer.flops import count_flops
 
         torch.set_num_threads(1)
         x = torch.ones(1, 2, 2)
-        with FlopCounterMode(display=False):
-            torch.softmax(x @ x.transpose(-2, -1), dim=-1)
+        with count_flops():
+            torch.softmax(torch.einsum("bij,bkj->bik", x, x), dim=-1) @ x
     gc.collect()
     gc.freeze()
 

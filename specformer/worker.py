@@ -137,11 +137,11 @@ def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
     flops: int | None = None
     try:
         if request.get("count_flops"):
-            from torch.utils.flop_counter import FlopCounterMode
+            from specformer.flops import count_flops
 
-            with FlopCounterMode(display=False) as counter:
+            with count_flops() as counted:
                 value = method(*args, **kwargs)
-            flops = int(counter.get_total_flops())
+            flops = counted[0]
         else:
             value = method(*args, **kwargs)
     except NotApplicable as exc:

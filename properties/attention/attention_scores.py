@@ -9,10 +9,12 @@ float64 (``einsum`` and explicit differences, not :mod:`specformer.reference.att
 Refutations (``expect="counterexample"``) state the table's formulas exactly as written
 and carry a hand-picked counterexample.
 
-Costs are counted with ``torch.utils.flop_counter.FlopCounterMode``, which counts the
-FLOPs of the matrix products it knows (``mm``, ``bmm``, ``addmm``, ``baddbmm``, the
-fused CUDA attention kernels): a multiply-add is 2 FLOPs; elementwise work (``tanh``,
-``exp``, the softmax) and matrix-vector products (``aten.mv``) are not counted. PyTorch's
+Costs are counted with :func:`specformer.flops.count_flops`: ``torch.utils.flop_counter.FlopCounterMode``
+for the matrix products it knows (``mm``, ``bmm``, ``addmm``, ``baddbmm``, the fused CUDA
+attention kernels), and ``torch.einsum`` counted by its equation (PyTorch lowers an einsum
+with a size-1 dimension to an elementwise product the counter does not see): a
+multiply-add is 2 FLOPs; elementwise work (``tanh``, ``exp``, the softmax) and
+matrix-vector products (``aten.mv``) are not counted. PyTorch's
 fused CPU kernel ``_scaled_dot_product_flash_attention_for_cpu`` (4-D inputs) is not in
 its table either; where an implementation's products are invisible to it, the cost
 property is not applicable.
@@ -29,9 +31,9 @@ from fractions import Fraction
 import torch
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
-from torch.utils.flop_counter import FlopCounterMode
 
 from specformer.context import Context
+from specformer.flops import count_flops
 from specformer.property import claim_property
 from specformer.protocol import NotApplicable
 from specformer.reference.attention import scores as reference_scores
@@ -352,10 +354,10 @@ def the_score_matrix_lies_in_the_open_unit_interval_as_written(ctx: Context, cas
 
 # -- attention.dot-fewer-parameters ----------------------------------------------------
 def _counted_flops(fn, *args, **kwargs) -> int:
-    """FLOPs ``FlopCounterMode`` counts in one call (multiply-add = 2; no tanh, exp or ``mv``)."""
-    with FlopCounterMode(display=False) as counter:
+    """FLOPs counted in one call (:func:`specformer.flops.count_flops`: multiply-add = 2; no tanh, exp or ``mv``)."""
+    with count_flops() as counted:
         fn(*args, **kwargs)
-    return counter.get_total_flops()
+    return counted[0]
 
 
 @claim_property("attention.dot-fewer-parameters", needs=(), dtypes=("float64",))

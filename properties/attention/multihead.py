@@ -8,8 +8,8 @@ and rows ``i d_v : (i+1) d_v`` of ``W^O``. Expected values come from
 from :func:`.expected.attention_formula`; invariances compare the implementation with
 itself. Refutations state a claim as the documents write it; Hypothesis must break it.
 
-Cost is measured with ``torch.utils.flop_counter.FlopCounterMode``, which counts only
-matrix products it can see; where an implementation's attention kernel is invisible to
+Cost is measured with :func:`specformer.flops.count_flops` (``FlopCounterMode``, which
+counts only matrix products it can see, and ``torch.einsum`` counted by its equation); where an implementation's attention kernel is invisible to
 it (PyTorch's fused CPU kernels), the cost property is not applicable.
 """
 
