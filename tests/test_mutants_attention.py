@@ -92,3 +92,18 @@ def test_every_attention_property_has_a_mutant(properties) -> None:
     covered = {qualname for qualname, _ in CASES}
     mine = {q for q, p in properties.items() if p.module == "attention"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
+
+
+def test_keys_drawn_with_equal_norms_have_equal_norms() -> None:
+    """The ranking property's premise: even keys far shorter than 1e-3 are rescaled exactly, never clamped."""
+    from hypothesis import given, settings
+
+    from specformer.properties.attention.attention import query_and_two_keys
+
+    @settings(max_examples=300, database=None)
+    @given(case=query_and_two_keys(equal_norms=True))
+    def check(case) -> None:
+        norms = case[1].norm(dim=-1)[0]  # (2,)
+        assert torch.isclose(norms[0], norms[1], rtol=1e-12, atol=0), f"key norms {norms.tolist()}"
+
+    check()
