@@ -127,7 +127,8 @@ def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     args, kwargs = wire.rebuild((tuple(request["args"]), dict(request["kwargs"])), arrive)
-    kwargs.update({k: v for k, v in request.get("optional", {}).items() if accepts(method, k)})
+    applied = {k: v for k, v in request.get("optional", {}).items() if accepts(method, k)}
+    kwargs.update(applied)
     given = [t for t, _, _ in received]
     device = torch.device(request.get("device", "cpu"))
     if device.type != "cpu":
@@ -161,7 +162,7 @@ def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
         names = list(request.get("names", ()))
         paths = [path for path, _ in tensors_in((args, kwargs), "")]
         mutated = [_readable(paths[i], names) for i in changed if i < len(paths)]
-    return {"status": "ok", "value": value, "flops": flops, "mutated": mutated}
+    return {"status": "ok", "value": value, "flops": flops, "mutated": mutated, "applied": sorted(applied)}
 
 
 def _readable(path: str, names: list[str]) -> str:

@@ -113,6 +113,46 @@ def test_the_transposed_causal_matrix_is_not_causal(monkeypatch) -> None:
 
 
 def test_every_masking_property_is_covered(properties) -> None:
-    covered = {qualname for qualname, _ in CASES} | {qualname for qualname, _, _ in MATH}
+    covered = {qualname for qualname, _ in CASES + PATH_CASES} | {qualname for qualname, _, _ in MATH}
     mine = {q for q, p in properties.items() if p.module == "masking"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
+
+
+DROPS_MASK_WHEN_CAUSAL = Mutant("drops-mask-when-causal", lambda q, k, v, mask=None, *, causal=False:
+                                attention_with()(q, k, v, None if causal else mask, causal=causal))
+
+
+def _bottom_right_causal(q, k, v, mask=None, *, causal=False):
+    if causal:  # aligned bottom-right: the last query sees every key (FlashAttention's convention for t_q != t_k)
+        tri = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril(k.shape[-2] - q.shape[-2])
+        mask = tri if mask is None else mask & tri
+    return attention_with()(q, k, v, mask)
+
+
+BOTTOM_RIGHT_CAUSAL = Mutant("causal-aligned-bottom-right", _bottom_right_causal)
+
+
+def _lean_path_ignores_mask(q, k, v, mask=None, *, causal=False, need_weights=True):
+    """Right with weights; the output-only path (a fused kernel) forgets the mask."""
+    return attention_with()(q, k, v, mask if need_weights else None, causal=causal)
+
+
+LEAN_PATH_IGNORES_MASK = Mutant("need-weights-false-ignores-mask", _lean_path_ignores_mask)
+
+
+PATH_CASES = [
+    ("masking.a_causal_flag_and_a_mask_combine_aligned_top_left", DROPS_MASK_WHEN_CAUSAL),
+    ("masking.a_causal_flag_and_a_mask_combine_aligned_top_left", BOTTOM_RIGHT_CAUSAL),
+    ("masking.a_causal_flag_and_a_mask_combine_aligned_top_left", IGNORES_MASK),
+    ("masking.a_causal_flag_and_a_mask_combine_aligned_top_left", LEAN_PATH_IGNORES_MASK),
+    ("masking.a_query_with_every_key_masked_gets_zeros_or_nan_and_other_rows_are_unaffected", LEAN_PATH_IGNORES_MASK),
+    ("masking.padded_keys_do_not_change_the_real_positions", LEAN_PATH_IGNORES_MASK),
+    ("attention.output_matches_the_formula", LEAN_PATH_IGNORES_MASK),
+]
+
+
+@pytest.mark.parametrize("qualname, mutant", PATH_CASES)
+def test_causal_with_a_mask_and_the_output_only_path_are_checked(qualname: str, mutant: Mutant) -> None:
+    row = assert_caught(qualname, mutant)
+    if mutant is LEAN_PATH_IGNORES_MASK:
+        assert "need_weights=False" in row.message, row.message

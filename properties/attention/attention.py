@@ -20,7 +20,7 @@ from specformer.context import Context
 from specformer.property import claim_property
 
 from . import strategies as sf
-from .expected import attention_formula
+from .expected import attention_formula, attention_formula_in
 
 
 def _within_rows(weights: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -31,12 +31,13 @@ def _within_rows(weights: torch.Tensor, mask: torch.Tensor | None) -> torch.Tens
 @claim_property("attention.scaled-dot-product")
 @given(case=sf.attention_cases(masked=None))
 def output_matches_the_formula(ctx: Context, case) -> None:
-    """``Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V``, with and without masks."""
-    result = ctx.attention(case.q, case.k, case.v, case.mask)
+    """``Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V``, with and without masks, with and without weights."""
     output, weights = attention_formula(case.q, case.k, case.v, case.mask)
-    ctx.assert_close(result.output, output, "attention output")
-    if result.weights is not None:
-        ctx.assert_close(result.weights, weights, "attention weights")
+    in_dtype = lambda i: lambda dtype: attention_formula_in(dtype, case.q, case.k, case.v, case.mask)[i]  # noqa: E731
+    for path, result in ctx.attention_paths(case.q, case.k, case.v, case.mask):
+        ctx.assert_close(result.output, output, "attention output" + path, same_dtype=in_dtype(0))
+        if result.weights is not None:
+            ctx.assert_close(result.weights, weights, "attention weights" + path, same_dtype=in_dtype(1))
 
 
 @claim_property("attention.weights-sum-to-one")

@@ -23,6 +23,18 @@ def attention_formula(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return weights @ v, weights  # (B, t_q, t_k) @ (B, t_k, d_v) -> (B, t_q, d_v)
 
 
+def attention_formula_in(dtype: torch.dtype, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                         mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The formula computed in ``dtype`` from inputs rounded to it: the same-dtype reference
+    of the low-precision rule (:meth:`specformer.context.Context.assert_close`)."""
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, t_q, t_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
 def multihead_formula(query: torch.Tensor, source: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor,
                       w_v: torch.Tensor, w_o: torch.Tensor, h: int,
                       mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -108,6 +108,34 @@ def later_positions_do_not_change_earlier_outputs_under_an_explicit_causal_mask(
                      scale=case.t)
 
 
+@st.composite
+def causal_masked_cases(draw: st.DrawFn) -> AttentionCase:
+    """Inputs with ``t_q``, ``t_k`` drawn apart (often unequal) and a mask that keeps key 0 in
+    every row, so that the mask and the causal mask together leave each query a key."""
+    case = draw(sf.attention_cases(masked=True))
+    mask = case.mask.clone()
+    mask[..., 0] = True
+    return AttentionCase(case.q, case.k, case.v, mask)
+
+
+@claim_property("masking.causal-no-future")
+@given(case=causal_masked_cases())
+@example(case=AttentionCase(  # t_q = 2 < t_k = 3: top-left gives query 0 key 0 only, bottom-right keys 0 and 1
+    q=torch.ones(1, 2, 1, dtype=torch.float64), k=torch.tensor([[[0.0], [1.0], [2.0]]], dtype=torch.float64),
+    v=torch.tensor([[[1.0], [2.0], [3.0]]], dtype=torch.float64),
+    mask=torch.tensor([[[True, True, True], [True, False, True]]]),
+))
+def a_causal_flag_and_a_mask_combine_aligned_top_left(ctx: Context, case) -> None:
+    """``causal=True`` with a mask ``M``: the formula with ``M_ij and [j <= i]``, rows and columns
+    counted from the first (top-left alignment, the protocol's convention), also for ``t_q != t_k``."""
+    t_q, t_k = case.q.shape[1], case.k.shape[1]
+    output, weights = attention_formula(case.q, case.k, case.v, case.mask & causal_mask(t_q, t_k))
+    for path, result in ctx.attention_paths(case.q, case.k, case.v, case.mask, causal=True):
+        ctx.assert_close(result.output, output, f"output with causal=True and a mask, t_q={t_q}, t_k={t_k}{path}")
+        if result.weights is not None:
+            ctx.assert_close(result.weights, weights, f"weights with causal=True and a mask, t_q={t_q}, t_k={t_k}")
+
+
 @claim_property("masking.causal-prefix-consistency")
 @given(case=sequence_cases(min_t=1))
 def causal_attention_over_a_prefix_gives_the_same_rows(ctx: Context, case) -> None:
@@ -218,20 +246,20 @@ def cases_with_a_fully_masked_row(draw: st.DrawFn) -> AttentionCase:
 ))
 def a_query_with_every_key_masked_gets_zeros_or_nan_and_other_rows_are_unaffected(ctx: Context, case) -> None:
     """Row ``i`` with ``M_ij = 0`` for all ``j``: ``o_i`` is all 0 or all NaN, never a mixture; other rows equal the formula."""
-    result = ctx.attention(case.q, case.k, case.v, case.mask)
     empty = ~case.mask.any(dim=-1)  # (B, t_q)
-    for name, got in (("output", result.output), ("weights", result.weights)):
-        if got is None:
-            continue
-        rows = got[empty]  # (n_empty, ·)
-        zero, nan = (rows == 0).all(-1), torch.isnan(rows).all(-1)
-        assert (zero | nan).all(), (
-            f"a fully masked row's {name} is {rows[~(zero | nan)][0].tolist()}, expected all zeros or all NaN"
-        )
     output, weights = attention_formula(case.q, case.k, case.v, case.mask)
-    ctx.assert_close(result.output[~empty], output[~empty], "output rows with an allowed key")
-    if result.weights is not None:
-        ctx.assert_close(result.weights[~empty], weights[~empty], "weight rows with an allowed key")
+    for path, result in ctx.attention_paths(case.q, case.k, case.v, case.mask):
+        for name, got in (("output", result.output), ("weights", result.weights)):
+            if got is None:
+                continue
+            rows = got[empty]  # (n_empty, ·)
+            zero, nan = (rows == 0).all(-1), torch.isnan(rows).all(-1)
+            assert (zero | nan).all(), (
+                f"a fully masked row's {name}{path} is {rows[~(zero | nan)][0].tolist()}, expected all zeros or all NaN"
+            )
+        ctx.assert_close(result.output[~empty], output[~empty], "output rows with an allowed key" + path)
+        if result.weights is not None:
+            ctx.assert_close(result.weights[~empty], weights[~empty], "weight rows with an allowed key" + path)
 
 
 @st.composite
@@ -307,14 +335,17 @@ def padded_keys_do_not_change_the_real_positions(ctx: Context, case) -> None:
     """Mask ``[j < L_b]``: rows ``< L_b`` equal attention on the unpadded ``X_{1:L_b}``, whatever the padding holds."""
     seq, t = case.seq, case.seq.t
     mask = padding_mask(case.lengths, t)  # (B, 1, t)
-    out = ctx.attention(seq.q, seq.k, seq.v, mask).output
     padded = _positions(t)[None, :] >= case.lengths[:, None]  # (B, t)
-    out2 = ctx.attention(*seq.replaced(padded), mask).output
-    for b, length in enumerate(case.lengths.tolist()):
-        real = slice(b, b + 1), slice(0, length)
-        expected, _ = attention_formula(seq.q[real], seq.k[real], seq.v[real])
-        ctx.assert_close(out[real], expected, f"real rows of sequence {b} vs attention on its {length} real positions")
-        ctx.assert_close(out2[real], out[real], f"real rows of sequence {b} after changing its padding", scale=t)
+    changed = ctx.attention_paths(*seq.replaced(padded), mask)
+    for (path, result), (_, result2) in zip(ctx.attention_paths(seq.q, seq.k, seq.v, mask), changed):
+        out, out2 = result.output, result2.output
+        for b, length in enumerate(case.lengths.tolist()):
+            real = slice(b, b + 1), slice(0, length)
+            expected, _ = attention_formula(seq.q[real], seq.k[real], seq.v[real])
+            ctx.assert_close(out[real], expected,
+                             f"real rows of sequence {b} vs attention on its {length} real positions{path}")
+            ctx.assert_close(out2[real], out[real], f"real rows of sequence {b} after changing its padding{path}",
+                             scale=t)
 
 
 @st.composite

@@ -51,6 +51,23 @@ class AttentionCalls(_Base):
         weights = None if result[1] is None else self._returned("attention", result[1], (*lead, t_q, t_k), "weights")
         return AttentionOutput(output, weights)
 
+    def attention_paths(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
+                        *, causal: bool = False) -> list[tuple[str, AttentionOutput]]:
+        """The result with weights, then, if the implementation accepts ``need_weights``, the output without.
+
+        A fused kernel may serve ``need_weights=False`` by another path than the one that
+        returns weights; output properties check every path. Each entry is a label for
+        messages (empty for the first) and the result (weights ``None`` on the second).
+        """
+        paths = [("", self.attention(q, k, v, mask, causal=causal))]
+        if not getattr(self, "_no_lean_path", False):
+            lean = self.attention(q, k, v, mask, causal=causal, need_weights=False)
+            if "need_weights" in self.last_applied:
+                paths.append((" (need_weights=False)", AttentionOutput(lean.output, None)))
+            else:
+                self._no_lean_path = True  # the implementation has one path; skip the second call from now on
+        return paths
+
     def weights(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
                 *, causal: bool = False) -> torch.Tensor:
         """The attention weights; not applicable when the implementation hides them."""
