@@ -4,9 +4,12 @@ Start from ``torch.testing.assert_close``'s defaults and widen ``atol`` for resu
 sum over a few terms (attention sums ``t_k`` products). Inputs are drawn from bounded
 ranges (:mod:`.strategies`), so absolute tolerances are meaningful.
 
-A low-precision result also passes when it is at least as close to the float64 answer
-as the reference implementation computed in the same dtype (PyTorch's op-test rule);
-see :func:`specformer.context.Context.assert_close`.
+In float16 and bfloat16, an entry outside the tolerance still passes when it is no
+farther from the float64 answer than twice the error of the same formula computed in
+that dtype from the same inputs (PyTorch's op-test rule, "at least as close as the
+reference in the same precision", with a factor 2 for a different order of rounding).
+The property supplies that same-dtype formula; see
+:meth:`specformer.context.Context.assert_close`.
 """
 
 from __future__ import annotations
