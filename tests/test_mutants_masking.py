@@ -41,9 +41,6 @@ CASES = [
     ("masking.output_i_depends_only_on_earlier_positions_as_written", CAUSAL_EXCLUDES_SELF),
     ("masking.causal_weights_are_lower_triangular_with_a_positive_diagonal", CAUSAL_OFF_BY_ONE),
     ("masking.causal_weights_are_lower_triangular_with_a_positive_diagonal", CAUSAL_EXCLUDES_SELF),
-    # with fill -1e9 the empty first row is uniform, so every row "is a distribution"
-    ("masking.masking_the_upper_triangle_with_its_diagonal_leaves_every_row_a_distribution_as_written",
-     LARGE_NEGATIVE_FILL),
     ("masking.masked_keys_get_exactly_zero_weight", IGNORES_MASK),
     ("masking.masked_keys_get_exactly_zero_weight", LEAKY_FILL),
     ("masking.masked_keys_get_exactly_zero_weight", SOFTMAX_WRONG_AXIS),
@@ -57,6 +54,8 @@ CASES = [
 ]
 
 MATH = [
+    ("masking.masking_the_upper_triangle_with_its_diagonal_leaves_every_row_a_distribution_as_written", "float64",
+     "refuted"),
     ("masking.minus_1e9_fill_equals_minus_infinity_on_rows_with_an_allowed_key", "float32", "pass"),
     ("masking.minus_1e9_fill_equals_minus_infinity_on_rows_with_an_allowed_key", "float64", "pass"),
     ("masking.minus_1e9_fill_equals_minus_infinity_as_written", "float32", "refuted"),
@@ -156,3 +155,12 @@ def test_causal_with_a_mask_and_the_output_only_path_are_checked(qualname: str, 
     row = assert_caught(qualname, mutant)
     if mutant is LEAN_PATH_IGNORES_MASK:
         assert "need_weights=False" in row.message, row.message
+
+
+def test_the_strict_upper_triangle_leaves_nothing_to_refute(monkeypatch) -> None:
+    """A mis-statement of the refutation: with the diagonal kept, every row is a distribution."""
+    monkeypatch.setattr(masking, "documents_upper_triangle",
+                        lambda t: torch.ones(t, t, dtype=torch.bool).triu(diagonal=1))
+    row = run_row("masking.masking_the_upper_triangle_with_its_diagonal_leaves_every_row_a_distribution_as_written",
+                  None)
+    assert row.outcome == "fail", f"{row.outcome}: {row.message}"
