@@ -15,6 +15,7 @@ from mutants import (
     ATTENTION_CUBIC,
     ATTENTION_DUPLICATED_FEATURES,
     NO_SCALE,
+    SCALE_BY_D,
     SCORE_ADDITIVE_HALVES_SWAPPED,
     SCORE_COSINE_FROBENIUS,
     SCORE_GAUSSIAN_AS_WRITTEN,
@@ -44,6 +45,8 @@ CASES = [
     (P + "gaussian_kernel_regression_is_scaled_dot_product_attention", NO_SCALE),
     (P + "gaussian_kernel_regression_is_scaled_dot_product_attention", SOFTMAX_WRONG_AXIS),
     (P + "kernel_regression_with_the_slides_negative_distance_is_attention", SOFTMAX_WRONG_AXIS),
+    (P + "kernel_regression_with_the_slides_negative_distance_is_attention", NO_SCALE),
+    (P + "kernel_regression_with_the_slides_negative_distance_is_attention", SCALE_BY_D),
 ]
 
 

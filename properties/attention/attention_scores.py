@@ -535,8 +535,9 @@ def kernel_regression_with_the_slides_negative_distance_is_attention(ctx: Contex
     """The slide's score ``f(x, x_i) = -|x - x_i|``: ``y_hat(x) = sum_i softmax_i(-|x - x_l|) y_i``.
 
     A dot product of separate features of ``x`` and ``x_i`` cannot form ``|x - x_i|``, so
-    each query gets its own batch element with query ``q = [1]`` and keys
-    ``k_i = [-|x - x_i|]`` (``d_k = 1``: the scaled score is the key itself) and values
+    each query gets its own batch element with query ``q = [1, 1, 1, 1]`` and keys
+    ``k_i = -|x - x_i| / 2 [1, 1, 1, 1]`` (``d_k = 4``: ``q . k_i / sqrt(4) = -|x - x_i|``;
+    at ``d_k = 1`` the scale would be 1 and a missing or wrong scale invisible) and values
     ``v_i = y_i``. The output must equal the Nadaraya-Watson prediction with this kernel and
     lie in ``[min y, max y]``. The example is the slide's visible data,
     ``(1.36, 1.79), (3.40, -1.77), (6.05, -2.17)`` and ``x = 4.25`` (the rest of its data
@@ -545,8 +546,9 @@ def kernel_regression_with_the_slides_negative_distance_is_attention(ctx: Contex
     x, y, xq = case.x, case.y, case.x_query
     t_q, n = xq.shape[0], x.shape[0]
     distances = (xq[:, None] - x[None, :]).abs()  # (t_q, n)
-    q = torch.ones(t_q, 1, 1, dtype=torch.float64)  # one batch element per query point
-    out = ctx.attention(q, -distances[:, :, None], y.expand(t_q, n)[:, :, None]).output[:, 0, 0]  # (t_q,)
+    q = torch.ones(t_q, 1, 4, dtype=torch.float64)  # one batch element per query point
+    k = (-distances / 2)[:, :, None].expand(t_q, n, 4)  # (t_q, n) -> (t_q, n, 4)
+    out = ctx.attention(q, k, y.expand(t_q, n)[:, :, None]).output[:, 0, 0]  # (t_q, 1, 1) -> (t_q,)
     _assert_prediction(ctx, out, _nadaraya_watson(x, y, xq, -distances), y,
                        4 * (1 + distances.max().item()) * y.abs().max().item(),
-                       "attention with q = [1], k_i = [-|x - x_i|], v_i = y_i")
+                       "attention with q = [1, 1, 1, 1], k_i = -|x - x_i| / 2 [1, 1, 1, 1], v_i = y_i")
