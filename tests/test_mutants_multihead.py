@@ -27,6 +27,8 @@ from mutants import (
     MHA_W_O_PER_HEAD,
     MHA_W_O_TRANSPOSED,
     SOFTMAX_WRONG_AXIS,
+    Mutant,
+    attention_with,
 )
 from specformer.adapters.reference import implementation as reference
 from specformer.adapters.torch_mha import implementation as torch_mha
@@ -117,11 +119,23 @@ def test_documents_table_passes_and_a_wrong_row_fails():
 
 
 def test_concat_width_as_written_is_refuted_but_holds_at_d_v_equal_d_model_over_h():
-    row = run_row(AS_WRITTEN, None)
+    from specformer.context import LocalBackend
+
+    row = run_row(AS_WRITTEN, reference)
     assert row.outcome == "refuted", row.message
     assert "h d_v = 6" in row.message
     check = multihead.the_concat_has_width_d_model_as_written.hypothesis.inner_test
-    check(Context(None, "math", "cpu", "float64"), h=2, head_width=2, d_v=2)  # no AssertionError
+    check(Context(LocalBackend(reference), "reference", "cpu", "float64"), h=2, head_width=2, d_v=2)  # no error
+
+
+def _heads_as_wide_as_the_queries(q, k, v, mask=None, *, causal=False):
+    out, weights = attention_with()(q, k, v, mask, causal=causal)
+    width = q.shape[-1]  # the claim as written: every head as wide as d_model / h, whatever d_v
+    return torch.nn.functional.pad(out, (0, max(0, width - out.shape[-1])))[..., :width], weights
+
+
+def test_concat_width_as_written_catches_heads_that_ignore_d_v():
+    assert_caught(AS_WRITTEN, Mutant("head-width-d_k", _heads_as_wide_as_the_queries))
 
 
 def test_parameter_count_objects_to_a_module_with_biases(monkeypatch):

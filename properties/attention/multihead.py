@@ -225,18 +225,26 @@ def with_any_d_v_the_output_matches_the_formula_and_w_o_has_h_d_v_rows(ctx: Cont
                      scale=_scale(query, source, params))
 
 
-@claim_property("multihead.concat-width", needs=(), expect="counterexample")
+@claim_property("multihead.concat-width", needs=("attention",), expect="counterexample")
 @given(h=st.integers(1, 4), head_width=st.integers(1, 4), d_v=st.integers(1, 5))
 @example(h=2, head_width=2, d_v=3)
 def the_concat_has_width_d_model_as_written(ctx: Context, h, head_width, d_v) -> None:
-    """As written: ``Concat(head_1..head_h)`` has width ``d_model`` (``W^O``: ``d_model x d_model``) for any ``d_v``."""
+    """As written: ``Concat(head_1..head_h)`` has width ``d_model`` (``W^O``: ``d_model x d_model``) for any ``d_v``.
+
+    The heads are the implementation's attention of each head's projections, each checked
+    against the formula, then concatenated, as the documents' code builds them.
+    """
     d_model = h * head_width
     x = _seeded((1, 2, d_model), 0)
     p = MultiHeadParams(_seeded((d_model, d_model), 1), _seeded((d_model, d_model), 2), _seeded((d_model, h * d_v), 3),
                         _seeded((h * d_v, d_model), 4), h)
-    heads = [attention_formula(x @ p.w_q[:, i * head_width:(i + 1) * head_width],
-                               x @ p.w_k[:, i * head_width:(i + 1) * head_width],
-                               x @ p.w_v[:, i * d_v:(i + 1) * d_v])[0] for i in range(h)]
+    heads = []
+    for i in range(h):
+        q, k = x @ p.w_q[:, i * head_width:(i + 1) * head_width], x @ p.w_k[:, i * head_width:(i + 1) * head_width]
+        v = x @ p.w_v[:, i * d_v:(i + 1) * d_v]
+        head = ctx.attention(q, k, v).output  # (1, 2, d_v): the shape is checked against the inputs
+        ctx.assert_close(head, attention_formula(q, k, v)[0], f"head {i}")
+        heads.append(head)
     width = torch.cat(heads, dim=-1).shape[-1]
     assert width == d_model, f"d_model={d_model}, h={h}, d_v={d_v}: Concat has width h d_v = {width}, not d_model"
 
