@@ -26,6 +26,7 @@ def _softmax(scores, mask):
     return torch.softmax(apply_mask(scores, mask), dim=-1)
 
 
+IGNORES_CAUSAL = Mutant("ignores-causal-flag", lambda q, k, v, mask=None, *, causal=False: attention_with()(q, k, v, mask))
 LEAKY_MASK = Mutant("mask-fill-minus-20", attention_with(fill=-20.0))
 CLAMPED = from_weights("weights-clamped-inside-(0,1)",
                        lambda q, k, v, m: _softmax(scaled_dot_product_scores(q, k), m).clamp(1e-6, 1 - 1e-6))
@@ -79,6 +80,7 @@ CASES = [
     ("attention.each_output_row_depends_only_on_its_own_query", SOFTMAX_WRONG_AXIS),
     ("attention.one_set_of_parameters_serves_every_length_and_weights_follow_content", UNIFORM),
     ("attention.the_slides_weights_give_the_slides_output", NO_SCALE),
+    ("attention.causal_self_attention_depends_on_the_word_order", IGNORES_CAUSAL),
 ]
 
 

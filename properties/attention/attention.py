@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from specformer.context import Context
 from specformer.property import claim_property
+from specformer.reference.attention.masks import causal_mask
 
 from . import strategies as sf
 from .expected import attention_formula, attention_formula_in
@@ -125,6 +126,28 @@ def self_attention_is_permutation_equivariant(ctx: Context, case) -> None:
     out = ctx.attention(*_self_attention_inputs(x, w)).output
     out_perm = ctx.attention(*_self_attention_inputs(x[:, perm], w)).output
     ctx.assert_close(out_perm, out[:, perm], "SA(PX) vs P SA(X)", scale=x.shape[1])
+
+
+@claim_property("attention.no-word-order")
+@given(case=self_attention_cases())
+def causal_self_attention_depends_on_the_word_order(ctx: Context, case) -> None:
+    """Causal: swapping tokens 1 and 2 gives ``SA(PX)_1 - (P SA(X))_1 = -A_21 (v_1 - v_2) != 0``.
+
+    With ``causal=True`` the first output is the first token's own value, so after the
+    swap it is ``v_2``, while the second output of the unswapped sequence mixes
+    ``v_1`` and ``v_2``: ``SA(PX) != P SA(X)``, the order is seen.
+    """
+    x, w, _ = case
+    t = x.shape[1]
+    perm = torch.tensor([1, 0, *range(2, t)])  # swap the first two positions
+    v = x @ w[2]  # (B, t, d)
+    a_21 = attention_formula(*_self_attention_inputs(x, w), causal_mask(t))[1][:, 1, 0]  # (B,)
+    expected = -a_21[:, None] * (v[:, 0] - v[:, 1])  # (B, d): SA(PX)_1 - SA(X)_2
+    assume(bool((expected.norm(dim=-1) > 0.1).all()))  # the two tokens' values differ visibly
+    out = ctx.attention(*_self_attention_inputs(x, w), causal=True).output
+    out_perm = ctx.attention(*_self_attention_inputs(x[:, perm], w), causal=True).output
+    ctx.assert_close(out_perm[:, 0] - out[:, 1], expected, "causal SA(PX)_1 - (P SA(X))_1 after swapping tokens 1, 2",
+                     scale=t)
 
 
 @claim_property("attention.permutation-invariance")
