@@ -131,17 +131,18 @@ class RaisesABaseException:
 
 
 class InDomainThreeTimes:
-    """Correct on the first three calls, then refuses everything as outside its domain."""
+    """Correct on the first three examples (distinct queries), then refuses everything as outside its domain."""
 
     name = "in-domain-three-times"
 
     def __init__(self):
-        self.calls = 0
+        self.seen = set()
 
     def attention(self, q, k, v, mask=None, *, causal=False):
-        self.calls += 1
-        if self.calls > 3:
+        key = (tuple(q.shape), q.detach().cpu().numpy().tobytes())  # a property may call twice per example
+        if key not in self.seen and len(self.seen) >= 3:
             raise NotApplicable("takes only three examples")
+        self.seen.add(key)
         return correct_attention(q, k, v, mask, causal)
 
 
