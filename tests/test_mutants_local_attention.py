@@ -10,11 +10,13 @@ from mutants import IGNORES_MASK, SOFTMAX_WRONG_AXIS, Mutant, attention_with
 BOUND = "local_attention.local_attention_is_within_twice_the_outside_weight_of_full_attention"
 AS_WRITTEN = "local_attention.local_attention_gives_the_output_of_full_attention_as_written"
 
-LEAKY = Mutant("mask-fill-minus-2", attention_with(fill=-2.0))
+INVERTED = Mutant("mask-inverted", lambda q, k, v, mask=None, *, causal=False:
+                  attention_with()(q, k, v, None if mask is None else ~mask, causal=causal))
 
 
-@pytest.mark.parametrize("mutant", [LEAKY, SOFTMAX_WRONG_AXIS])
+@pytest.mark.parametrize("mutant", [INVERTED, SOFTMAX_WRONG_AXIS])
 def test_the_bound_catches(mutant: Mutant) -> None:
+    """A leaky mask would not do: leaking outside the window brings local attention closer to full."""
     assert_caught(BOUND, mutant)
 
 
