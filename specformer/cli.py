@@ -5,17 +5,25 @@
     properties that check each claim; ``--check`` exits 1 when claims and properties
     disagree (dangling ids, unchecked or unrefuted claims).
 
-``specformer run [--impl SPEC]... [--claims GLOB]... [--device cpu|cuda|all]
-[--profile quick|ci|thorough] [--report PATH] [--jobs N] [-- PYTEST-ARGS]``
+``specformer run [--impl SPEC]... [--claims GLOB]... [--topic T]... [--device cpu|cuda|all]
+[--profile quick|ci|thorough] [--seed N] [--deviations FILE]... [--failed REPORT]
+[--report PATH] [--junit PATH] [--jobs N] [-- PYTEST-ARGS]``
     runs the properties through pytest (the same options work on ``pytest --pyargs
     specformer.properties``), each implementation in its own worker process, prints
-    progress and a summary, and writes the JSON report.
+    progress and a summary (a block per row not as expected), and writes the JSON report
+    (and, with ``--junit``, JUnit XML). Options are checked before anything runs: a
+    selection that matches nothing, CUDA asked for where there is none, a misspelt
+    implementation name or an unusable report path is a usage error.
+
+``specformer site --report R [--report R2]... -o DIR``
+    builds the documentation site of the given reports (:mod:`specformer.site_command`).
 
 Exit codes of ``specformer run`` (:data:`EXIT_CODES`):
 
 * 0: the run completed and every claim ended as expected;
 * 1: the run completed and some claim did not (or an implementation failed to load);
-* 2: usage error (bad option, missing implementation file);
+* 2: usage error (bad option, missing implementation file, a selection that matches
+  nothing, a malformed deviations file, ``--failed`` given something not a report);
 * 3: the run did not complete (interrupted, or the harness itself failed);
 * 4: nothing was selected (no row to run).
 """
@@ -23,13 +31,18 @@ Exit codes of ``specformer run`` (:data:`EXIT_CODES`):
 from __future__ import annotations
 
 import argparse
+import difflib
+import importlib.metadata
+import importlib.util
 import json
 import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
+from specformer import deviations, selection
 from specformer.adapters import BUILTIN, DEFAULT_IMPLEMENTATIONS
 from specformer.claims import ClaimError, check_consistency, load_claims
 from specformer.loading import file_target
@@ -71,16 +84,100 @@ def _claims(args: argparse.Namespace) -> int:
     return 0
 
 
+def version() -> str:
+    """The installed distribution's version, else the package's own."""
+    try:
+        return importlib.metadata.version("specformer")
+    except importlib.metadata.PackageNotFoundError:
+        import specformer
+
+        return getattr(specformer, "__version__", "unknown")
+
+
+def _impl_problem(spec: str) -> str | None:
+    """A missing file, or a bare name that is neither built in nor importable (with a did-you-mean)."""
+    path = file_target(BUILTIN.get(spec, spec))
+    if path is not None:
+        return None if path.is_file() else f"implementation file {str(path)!r} does not exist (--impl {spec!r})"
+    if spec in BUILTIN or "." in spec or ":" in spec or importlib.util.find_spec(spec) is not None:
+        return None
+    close = difflib.get_close_matches(spec, list(BUILTIN), n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return (f"unknown implementation {spec!r}: {hint}built-in: {', '.join(BUILTIN)}; "
+            "or name your own as module:attribute or path/file.py")
+
+
+def _path_problem(option: str, value: str) -> str | None:
+    """An output path that is a folder, or whose folder cannot be created or written."""
+    path = Path(value)
+    if path.is_dir():
+        return f"{option} {value!r} is a directory; give a file path"
+    parent = path.absolute().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        return f"{option} {value!r}: its folder {str(parent)!r} cannot be created or written ({exc.strerror or exc})"
+    return None
+
+
 def _usage_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with the ``run`` options, checked without importing any implementation."""
     for spec in args.impl or []:
-        path = file_target(BUILTIN.get(spec, spec))
-        if path is not None and not path.is_file():
-            return f"implementation file {str(path)!r} does not exist (--impl {spec!r})"
-    if args.jobs < 1:
-        return f"--jobs must be at least 1, got {args.jobs}"
-    if args.memory_limit < 0:
-        return f"--memory-limit must be 0 (none) or a number of MiB, got {args.memory_limit}"
+        problem = _impl_problem(spec)
+        if problem:
+            return problem
+    for option, value, low in (("--jobs", args.jobs, 1), ("--threads", args.threads, 1),
+                               ("--memory-limit", args.memory_limit, 0), ("--seed", args.seed, 0)):
+        if value is not None and value < low:
+            return f"{option} must be at least {low}, got {value}"
+    if args.row_timeout <= 0:
+        return f"--row-timeout must be a positive number of seconds, got {args.row_timeout:g}"
+    for option, value in (("--report", args.report), ("--junit", args.junit)):
+        problem = value and _path_problem(option, value)
+        if problem:
+            return problem
+    try:
+        args.deviation_entries = deviations.load_files(args.deviations or [])
+    except deviations.DeviationError as exc:
+        return str(exc)
+    return None
+
+
+def _selection_problem(args: argparse.Namespace) -> str | None:
+    """A selection that matches nothing, or CUDA asked for where there is none (imports torch)."""
+    from specformer import devices
+
+    if args.device == "cuda" and not devices.available("cuda"):
+        return ("--device cuda: no CUDA device is available on this machine (torch.cuda.is_available() is "
+                "False); use --device cpu, or --device all to report the CUDA rows as skipped")
+    claims, props = load_claims(), load_properties()
+    for warning in deviations.unmatched_warnings(getattr(args, "deviation_entries", []), claims, props):
+        print(f"specformer: warning: {warning}", file=sys.stderr)
+    problems = selection.selection_problems(
+        {c.id: c.family for c in claims.values()}, {q: (p.claim, p.name) for q, p in props.items()},
+        args.claims, args.property, args.topic, args.dtype,
+        {d: devices.DEVICE_DTYPES[d] for d in devices.requested_devices(args.device)})
+    return "\n".join(problems) or None
+
+
+def _failed_selection(args: argparse.Namespace, rows_file: Path) -> str | None:
+    """For ``--failed REPORT``: write the rows to rerun and set impls, devices and profile from it.
+
+    Returns a message to print when there is nothing to rerun, else ``None``.
+    """
+    report = selection.read_report(args.failed)
+    rows = selection.failed_rows(report, args.failed)
+    if not rows:
+        return f"{args.failed}: every row ended as expected; nothing to rerun"
+    rows_file.write_text(json.dumps(rows), encoding="utf-8")
+    args.impl = args.impl or sorted({r["spec"] for r in rows if r["spec"] != "math"}) or ["reference"]
+    used = {r["device"] for r in rows}
+    args.device = "all" if len(used) > 1 else used.pop()
+    args.profile = args.profile or (report.get("environment") or {}).get("profile")
+    if args.profile not in PROFILE_NAMES:
+        args.profile = "ci"
     return None
 
 
@@ -100,16 +197,40 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
+def _usage(problem: str) -> int:
+    print(f"specformer: error: {problem}", file=sys.stderr)
+    return EXIT_CODES["usage"]
+
+
 def _run(args: argparse.Namespace, extra: list[str]) -> int:
     problem = _usage_problem(args)
     if problem:
-        print(f"specformer: error: {problem}", file=sys.stderr)
-        return EXIT_CODES["usage"]
+        return _usage(problem)
+    with tempfile.TemporaryDirectory(prefix="specformer-") as scratch:
+        rows_file = Path(scratch) / "rows.json"
+        if args.failed:
+            try:
+                nothing = _failed_selection(args, rows_file)
+            except selection.SelectionError as exc:
+                return _usage(str(exc))
+            if nothing:
+                print(nothing)
+                return EXIT_CODES["ok"]
+        args.profile = args.profile or "ci"
+        return _run_pytest(args, extra, rows_file if args.failed else None)
+
+
+def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | None) -> int:
     from specformer import forkserver
 
     # torch's import in the fork server overlaps pytest's start here; with several jobs this
     # process only loads implementations, and each job's process has a warmed server of its own
     forkserver.shared(warm=args.jobs == 1).launch()
+
+    problem = _selection_problem(args)
+    if problem:
+        forkserver.shutdown_shared()
+        return _usage(problem)
 
     import pytest
 
@@ -122,7 +243,7 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
                    # this command imported specformer before pytest could rewrite its asserts;
                    # nothing is lost: every assertion of the properties carries its own message
                    "-W", "ignore::pytest.PytestAssertRewriteWarning",
-                   "-v" if args.verbose else "-q", "--no-header",
+                   "-v" if args.verbose else "-q", "--no-header", "--tb=no",
                    "--device", args.device, "--profile", args.profile, "--report", str(report_path),
                    "--row-timeout", str(args.row_timeout), "--threads", str(args.threads),
                    "--memory-limit", str(args.memory_limit)]
@@ -131,24 +252,34 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
     else:
         pytest_args += ["-p", "no:xdist"]
     for flag, values in (("--impl", impls), ("--claims", args.claims), ("--property", args.property),
-                         ("--dtype", args.dtype)):
+                         ("--dtype", args.dtype), ("--topic", args.topic), ("--deviations", args.deviations),
+                         ("--seed", None if args.seed is None else [str(args.seed)]),
+                         ("--rows", rows_file and [str(rows_file)])):
         for value in values or []:
             pytest_args += [flag, value]
+    if args.strict_deviations:
+        pytest_args.append("--strict-deviations")
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a polite kill ends the run as interrupted
+    status, report = 3, None
     try:
         status = int(pytest.main(pytest_args + extra))
     finally:
         signal.signal(signal.SIGTERM, previous)
-    try:
-        report = json.loads(report_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        report = None
+        try:
+            report = json.loads(report_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            report = None
+        if args.junit:
+            from specformer.junit import write_junit
+
+            write_junit(report, Path(args.junit))
     return exit_code(report, status)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser."""
     parser = argparse.ArgumentParser(prog="specformer", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"specformer {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     claims = sub.add_parser("claims", help="list the claims of the specification")
@@ -164,7 +295,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--property", action="append", metavar="NAME", help="only this property (topic.function)")
     run.add_argument("--device", default="cpu", choices=["cpu", "cuda", "all"])
     run.add_argument("--dtype", action="append", help="only these dtypes")
-    run.add_argument("--profile", default="ci", choices=PROFILE_NAMES)
+    run.add_argument("--topic", action="append", metavar="TOPIC",
+                     help="only claims of this spec topic: 'masking' or 'attention/masking' (repeatable)")
+    run.add_argument("--profile", default=None, choices=PROFILE_NAMES,
+                     help="default: ci (with --failed: the report's profile)")
+    run.add_argument("--seed", type=int, default=None, metavar="N",
+                     help="the seed of every row under the random profile (thorough); default: one per row")
+    run.add_argument("--deviations", action="append", metavar="FILE",
+                     help="TOML file of known deviations (repeatable); see the README")
+    run.add_argument("--strict-deviations", action="store_true",
+                     help="listed deviations that no longer deviate (fixed) fail the run")
+    run.add_argument("--failed", metavar="REPORT",
+                     help="rerun exactly the rows of REPORT that did not end as expected")
+    run.add_argument("--junit", metavar="PATH", help="also write JUnit XML (one testcase per row)")
     run.add_argument("--report", default=DEFAULT_REPORT, metavar="PATH", help=f"default: {DEFAULT_REPORT}")
     run.add_argument("--row-timeout", type=float, default=120.0, metavar="SECONDS")
     run.add_argument("--threads", type=int, default=1, metavar="N",
@@ -174,6 +317,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--memory-limit", type=int, default=4096, metavar="MIB",
                      help="memory limit of each implementation's worker, in MiB; 0 for none (default: 4096)")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per row")
+
+    from specformer.site_command import add_parser
+
+    add_parser(sub)
     return parser
 
 
@@ -188,6 +335,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "claims":
             return _claims(args)
+        if args.command == "site":
+            from specformer.site_command import run_site
+
+            return run_site(args)
         return _run(args, extra)
     except ClaimError as exc:
         print(f"specformer: invalid specification: {exc}", file=sys.stderr)

@@ -22,6 +22,12 @@ controller with ``-n N``):
 An implementation that provides none of a family's operations gets no rows for that
 family: the report lists the family under the implementation's ``omitted_families``
 and the summary prints one line for it.
+
+Each row is relabelled by the known deviations (:mod:`specformer.deviations`): the
+files given with ``--deviations``, and the shipped adapters' own file for built-in
+implementations. The summary ends with one block per row not as expected
+(:func:`specformer.summary.failure_block`) and lists ``fixed`` rows, so that their
+entries can be pruned.
 """
 
 from __future__ import annotations
@@ -30,7 +36,6 @@ import fnmatch
 import json
 import os
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -38,7 +43,7 @@ import pytest
 import torch
 
 import specformer.properties
-from specformer import devices, forkserver
+from specformer import deviations, devices, forkserver
 from specformer.adapters import DEFAULT_IMPLEMENTATIONS
 from specformer.context import WorkerBackend
 from specformer.profiles import PROFILES
@@ -46,6 +51,8 @@ from specformer.property import REGISTRY, Property, load_properties, property_mo
 from specformer.protocol import FAMILIES
 from specformer.report import ReportWriter, implementation_entry
 from specformer.runner import MATH, RowResult, run_property
+from specformer.selection import claim_globs, row_selected, topic_selects
+from specformer.summary import failure_block, summary_lines
 from specformer.supervisor import DEFAULT_MEMORY_MIB, WorkerPool, WorkerSettings, shutdown
 
 PROPERTIES_DIR = Path(specformer.properties.__file__).parent.resolve()
@@ -66,12 +73,38 @@ class SuiteState:
         self._pool: WorkerPool | None = None
         self._impls: list[dict[str, Any]] | None = None
         self._threads: int | None = None
+        self._deviations: tuple[list[deviations.Deviation], list[deviations.Deviation]] | None = None
+        self._selectors: list[dict[str, Any]] | None | bool = False
+
+    @property
+    def row_selectors(self) -> list[dict[str, Any]] | None:
+        """The exact rows ``--rows FILE`` names (``specformer run --failed``), or ``None``."""
+        if self._selectors is False:
+            path = self.option("specformer_rows")
+            if not path:
+                self._selectors = None
+            else:
+                try:
+                    self._selectors = json.loads(Path(path).read_text(encoding="utf-8"))
+                except (OSError, ValueError) as exc:
+                    raise pytest.UsageError(f"--rows {path!r}: cannot read the row list: {exc}") from None
+        return self._selectors  # type: ignore[return-value]
+
+    def deviations_for(self, spec: str) -> list[deviations.Deviation]:
+        """The deviation entries that apply to the implementation named by ``spec``."""
+        if self._deviations is None:
+            try:
+                self._deviations = (deviations.load_files(self.option("specformer_deviations") or []),
+                                    deviations.builtin())
+            except deviations.DeviationError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        return deviations.entries_for(spec, *self._deviations)
 
     @property
     def active(self) -> bool:
         """Whether this session runs properties (else the plugin only adds its options)."""
         if any(self.option(name) for name in ("specformer_report", "specformer_impl", "specformer_claims",
-                                               "specformer_property")):
+                                               "specformer_property", "specformer_topic", "specformer_rows")):
             return True
         for arg in self.config.args:
             if arg.split("::")[0].rstrip("/").endswith(("specformer.properties", "properties")):
@@ -155,11 +188,14 @@ class SuiteState:
         return implementation_entry(str(answer.get("name") or spec), spec, operations, omitted_families=omitted)
 
     def selected(self, prop: Property) -> bool:
-        """Whether ``--claims`` and ``--property`` select ``prop``."""
-        globs = [g for arg in self.option("specformer_claims") or [] for g in arg.split(",") if g]
+        """Whether ``--claims``, ``--property``, ``--topic`` and ``--rows`` select ``prop``."""
+        globs = claim_globs(self.option("specformer_claims"))
         names = self.option("specformer_property") or []
+        rows = self.row_selectors
         return ((not globs or any(fnmatch.fnmatchcase(prop.claim, g) for g in globs))
-                and (not names or prop.qualname in names or prop.name in names))
+                and (not names or prop.qualname in names or prop.name in names)
+                and topic_selects(prop.claim, prop.family, self.option("specformer_topic"))
+                and (rows is None or any(r["property"] == prop.qualname for r in rows)))
 
     def rows_for(self, prop: Property) -> Iterator[tuple[dict[str, Any] | None, str, str]]:
         """The ``(implementation or None for math, device, dtype)`` rows of a selected property."""
@@ -179,7 +215,9 @@ class SuiteState:
                 elif prop.dtypes:
                     dtypes = tuple(d for d in dtypes if d in prop.dtypes)
                 for dtype in dtypes:
-                    if not wanted_dtypes or dtype in wanted_dtypes:
+                    spec = impl["spec"] if impl else MATH
+                    if (not wanted_dtypes or dtype in wanted_dtypes) \
+                            and row_selected(self.row_selectors, prop.qualname, spec, device, dtype) is not None:
                         yield impl, device, dtype
 
 
@@ -196,6 +234,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="devices to run on; absent devices give skipped rows (default: cpu)")
     group.addoption("--dtype", dest="specformer_dtype", action="append", metavar="DTYPE",
                     help="only these dtypes (repeatable)")
+    group.addoption("--topic", dest="specformer_topic", action="append", metavar="TOPIC",
+                    help="only claims of this spec topic: 'masking' or 'attention/masking' (repeatable)")
+    group.addoption("--seed", dest="specformer_seed", type=int, default=None, metavar="N",
+                    help="seed of every row under a profile that is not derandomized (thorough); "
+                         "default: a fresh seed per row, printed in its reproduction command")
+    group.addoption("--deviations", dest="specformer_deviations", action="append", metavar="FILE",
+                    help="TOML file of known deviations (repeatable); the shipped adapters' own file "
+                         "applies to built-in implementations")
+    group.addoption("--strict-deviations", dest="specformer_strict_deviations", action="store_true",
+                    help="a listed deviation that no longer deviates (fixed) fails the run")
+    group.addoption("--rows", dest="specformer_rows", default=None, metavar="FILE",
+                    help="JSON list of the exact rows to run (written by `specformer run --failed`)")
     group.addoption("--profile", dest="specformer_profile", default="ci", choices=sorted(PROFILES),
                     help="Hypothesis profile (default: ci)")
     group.addoption("--report", dest="specformer_report", default=None, metavar="PATH",
@@ -220,6 +270,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if state.is_xdist_worker:
         forkserver.shared().launch()  # its imports overlap this process's collection
+    state.deviations_for("")  # a malformed deviations file is a usage error before anything runs
     path = config.getoption("specformer_report")
     if path and not state.is_xdist_worker:
         impls = list(state.implementations)
@@ -300,12 +351,18 @@ class PropertyItem(pytest.Item):
         impl = self.impl
         if impl:  # start (or restart) the worker before the row's clock starts
             state.pool.load(impl["spec"], state.option("specformer_row_timeout"))
+        spec = impl["spec"] if impl else MATH
+        chosen = row_selected(state.row_selectors, self.prop.qualname, spec, self.device, self.dtype) or {}
+        seed = state.option("specformer_seed")
+        seed = seed if seed is not None else chosen.get("seed")
         try:
             row = run_property(
                 self.prop, WorkerBackend(state.pool, impl["spec"]) if impl else None,
-                impl["name"] if impl else MATH, impl["spec"] if impl else MATH, self.device, self.dtype,
+                impl["name"] if impl else MATH, spec, self.device, self.dtype,
                 state.option("specformer_profile"), state.option("specformer_row_timeout"),
-                frozenset(impl["operations"]) if impl else None)
+                frozenset(impl["operations"]) if impl else None, seed=seed)
+            row = deviations.apply(row, state.deviations_for(spec), spec,
+                                   strict=state.option("specformer_strict_deviations"))
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - never lose a row
@@ -317,16 +374,12 @@ class PropertyItem(pytest.Item):
             pytest.skip(f"{row.outcome}: {row.message}")
         if not row.as_expected:
             raise PropertyFailure(row)
+        if row.outcome == "known-deviation":
+            pytest.xfail(f"known deviation: {row.deviation_reason}")
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, PropertyFailure):
-            row = excinfo.value.row
-            lines = [f"{row.outcome.upper()}: claim {row.claim} — {row.property} "
-                     f"[{row.implementation}, {row.device}, {row.dtype}]", f"  {row.message}"]
-            if row.counterexample:
-                lines += ["", "  counterexample:", *("    " + ln for ln in row.counterexample.splitlines())]
-            lines += ["", f"  reproduce: {row.reproduce}"]
-            return "\n".join(lines)
+            return "\n".join(failure_block(excinfo.value.row.to_json()))
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -348,6 +401,10 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
         return "refuted", "r", "REFUTED"
     if row is not None and row["outcome"] == "inconclusive":
         return "inconclusive", "?", "INCONCLUSIVE"
+    if row is not None and row["outcome"] == "known-deviation":
+        return "known-deviation", "x", "KNOWN-DEVIATION"
+    if row is not None and row["outcome"] == "fixed" and report.passed:
+        return "fixed", "X", "FIXED"
     return None
 
 
@@ -398,28 +455,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     tr = terminalreporter
     tr.section("specformer summary")
-    by_claim: dict[str, list[dict[str, Any]]] = {}
-    for row in state.rows:
-        by_claim.setdefault(row["claim"], []).append(row)
-    for claim, rows in sorted(by_claim.items()):
-        bad = [r for r in rows if not r["as_expected"]]
-        counts = ", ".join(f"{n} {o}" for o, n in sorted(Counter(r["outcome"] for r in rows).items()))
-        tr.write_line(f"{'FAIL' if bad else ' ok '}  {claim:48s} {counts}", red=bool(bad))
     impls = state.implementations if state._impls is not None else []
-    for impl in impls:
-        if impl["status"] != "loaded":
-            tr.write_line(f"FAIL  implementation {impl['spec']!r} could not be loaded: {impl['message']}", red=True)
-        for family in impl["omitted_families"]:
-            tr.write_line(f"  –   {impl['name']} provides no operation of the {family} family: no rows for it")
-    totals = ", ".join(f"{n} {o}" for o, n in sorted(Counter(r["outcome"] for r in state.rows).items()))
-    done = complete(state, exitstatus)
-    ok = done and all(r["as_expected"] for r in state.rows) and all(i["status"] == "loaded" for i in impls)
-    verdict = ("every claim ended as expected" if ok else
-               "SOME CLAIMS DID NOT END AS EXPECTED" if done else
-               f"THE RUN DID NOT COMPLETE ({len(state.rows)} of {state.expected_rows or '?'} rows ran)")
-    tr.write_line("")
-    tr.write_line(f"{len(by_claim)} claims, {len(state.rows)} rows: {totals or 'none'} — {verdict}",
-                  green=ok, red=not ok, bold=True)
+    for line, markup in summary_lines(state.rows, impls, complete(state, exitstatus), state.expected_rows):
+        tr.write_line(line, **markup)
     path = state.option("specformer_report")
     if path:
         tr.write_line(f"report: {path}")

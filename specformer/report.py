@@ -54,7 +54,13 @@ _ROW_FIELDS = {
     "message": {"type": "string"},
     "counterexample": {"type": ["string", "null"]},
     "reproduce": {"type": "string"},
+    # optional (added within version 2; older version-2 reports lack them)
+    "seed": {"type": ["integer", "null"], "minimum": 0},
+    "deviation_reason": {"type": ["string", "null"]},
+    "original_outcome": {"enum": [*OUTCOMES, None]},
 }
+#: Row fields every row has; the others of ``_ROW_FIELDS`` came later within version 2.
+_REQUIRED_ROW_FIELDS = [f for f in _ROW_FIELDS if f not in ("seed", "deviation_reason", "original_outcome")]
 
 #: JSON schema of a report (version 2).
 REPORT_SCHEMA: dict[str, Any] = {
@@ -89,7 +95,7 @@ REPORT_SCHEMA: dict[str, Any] = {
         },
         "rows": {
             "type": "array",
-            "items": {"type": "object", "required": list(_ROW_FIELDS), "properties": _ROW_FIELDS,
+            "items": {"type": "object", "required": _REQUIRED_ROW_FIELDS, "properties": _ROW_FIELDS,
                       "additionalProperties": False},
         },
     },

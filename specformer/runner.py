@@ -15,7 +15,15 @@ Outcomes (the report's vocabulary):
 ``not-applicable`` the implementation lacks the operation, or no example was in
                    its domain
 ``skipped``        the device is not available here
+``known-deviation`` a row listed in a deviations file (:mod:`specformer.deviations`)
+                   that did not end as expected: counted as expected, with its
+                   reason and its original outcome
+``fixed``          a listed row that ended as expected after all (prune the entry)
 =================  ==============================================================
+
+Under a profile that is not derandomized (``thorough``), every row runs from a seed of
+its own (drawn here, or given with ``--seed``) recorded in the row and in its
+reproduction command, so that the command replays the same examples.
 
 The implementation runs in a worker (:mod:`specformer.supervisor`); the property, its
 strategies and its expected values run here. Every failure mode of the implementation
@@ -31,13 +39,14 @@ included), those *checked* (the property ran to its verdict) and those *out of d
 from __future__ import annotations
 
 import functools
+import random
 import shlex
 import signal
 import threading
 import time
 import traceback
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
 from hypothesis.errors import FailedHealthCheck, Unsatisfiable
@@ -47,10 +56,14 @@ from specformer.context import Backend, Context, ImplementationError
 from specformer.profiles import min_checked, profile_settings
 from specformer.property import Property
 from specformer.protocol import NotApplicable
+from specformer.summary import readable_counterexample
 from specformer.supervisor import WorkerLost
 
-OUTCOMES = ("pass", "refuted", "fail", "error", "inconclusive", "not-applicable", "skipped")
-EXPECTED_OUTCOMES = frozenset({"pass", "refuted", "not-applicable", "skipped"})
+OUTCOMES = ("pass", "refuted", "fail", "error", "inconclusive", "not-applicable", "skipped", "known-deviation",
+            "fixed")
+EXPECTED_OUTCOMES = frozenset({"pass", "refuted", "not-applicable", "skipped", "known-deviation", "fixed"})
+#: Outcomes of rows that ran and conformed (a listed deviation that ends so is ``fixed``).
+CONFORMING_OUTCOMES = frozenset({"pass", "refuted"})
 MATH = "math"  # the pseudo-implementation of properties that need no operation
 
 
@@ -78,22 +91,41 @@ class RowResult:
     message: str = ""
     counterexample: str | None = None
     reproduce: str = ""
+    seed: int | None = None
+    deviation_reason: str | None = None
+    original_outcome: str | None = None
+    #: ``--strict-deviations``: a ``fixed`` row is not as expected (not stored in the report)
+    strict_deviations: bool = field(default=False, repr=False)
 
     @property
     def as_expected(self) -> bool:
         """Whether the outcome is one a conforming implementation may have."""
+        if self.outcome == "fixed" and self.strict_deviations:
+            return False
         return self.outcome in EXPECTED_OUTCOMES
 
     def to_json(self) -> dict[str, Any]:
         """The row as the report stores it."""
-        return {**asdict(self), "as_expected": self.as_expected}
+        data = asdict(self)
+        del data["strict_deviations"]
+        return {**data, "as_expected": self.as_expected}
 
 
-def reproduce_command(prop: Property, impl_spec: str, device: str, dtype: str, profile: str) -> str:
-    """A command that re-runs exactly this row."""
+def reproduce_command(prop: Property, impl_spec: str, device: str, dtype: str, profile: str,
+                      seed: int | None = None) -> str:
+    """A command that re-runs exactly this row (with its seed, under a random profile)."""
     args = ["specformer", "run", *(["--impl", impl_spec] if impl_spec != MATH else []), "--claims", prop.claim,
             "--property", prop.qualname, "--device", device, "--dtype", dtype, "--profile", profile]
+    if seed is not None:
+        args += ["--seed", str(seed)]
     return shlex.join(args)
+
+
+def row_seed(profile: str, seed: int | None = None) -> int | None:
+    """The seed of a row: ``None`` under a derandomized profile, else ``seed`` or a fresh one."""
+    if profile_settings(profile).derandomize:
+        return None
+    return seed if seed is not None else random.SystemRandom().randrange(2**32)
 
 
 @contextmanager
@@ -118,7 +150,7 @@ def time_limit(seconds: float | None) -> Iterator[None]:
 
 def _notes(exc: BaseException) -> str | None:
     notes = [n for n in getattr(exc, "__notes__", []) if n.strip()]
-    return "\n".join(notes) if notes else None
+    return readable_counterexample("\n".join(notes)) if notes else None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -136,15 +168,18 @@ def run_property(
     profile: str = "ci",
     timeout_s: float | None = 120.0,
     operations: frozenset[str] | None = None,
+    seed: int | None = None,
 ) -> RowResult:
     """Run ``prop`` against the implementation behind ``backend``; never raises (but Ctrl-C).
 
     ``backend`` is ``None`` for properties that call no implementation (``math``).
     ``operations`` are those the implementation said it provides when it was loaded.
+    ``seed`` fixes the examples of a profile that is not derandomized (default: a fresh seed).
     """
+    seed = row_seed(profile, seed)
     row = RowResult(prop.claim, prop.qualname, impl_name, device, dtype, prop.expect, "pass", family=prop.family,
-                    min_checked=min_checked(profile, prop.max_examples),
-                    reproduce=reproduce_command(prop, impl_spec, device, dtype, profile))
+                    min_checked=min_checked(profile, prop.max_examples), seed=seed,
+                    reproduce=reproduce_command(prop, impl_spec, device, dtype, profile, seed))
     if not devices.available(device):
         row.outcome, row.message = "skipped", f"device {device!r} is not available on this machine"
         return row
@@ -177,9 +212,10 @@ def run_property(
         counts["checked"] += 1
         return result
 
-    saved_settings = test._hypothesis_internal_use_settings
+    saved_settings, saved_seed = test._hypothesis_internal_use_settings, test._hypothesis_internal_use_seed
     test.hypothesis.inner_test = counted
     test._hypothesis_internal_use_settings = profile_settings(profile, prop.max_examples)
+    test._hypothesis_internal_use_seed = seed  # what @seed(...) sets; None keeps derandomize
     try:
         with time_limit(timeout_s if backend is None else None):
             test(ctx)
@@ -220,6 +256,7 @@ def run_property(
     finally:
         test.hypothesis.inner_test = inner
         test._hypothesis_internal_use_settings = saved_settings
+        test._hypothesis_internal_use_seed = saved_seed
         row.duration_s = round(time.perf_counter() - start, 4)
         row.examples_generated, row.examples_checked = counts["generated"], counts["checked"]
         row.examples_out_of_domain = ctx.out_of_domain

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import signal
 import subprocess
@@ -23,6 +24,7 @@ from specformer.report import REPORT_SCHEMA
 from specformer.runner import MATH, reproduce_command
 
 SUMS = "attention.weights-sum-to-one"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -188,7 +190,8 @@ def test_an_unimportable_implementation_is_a_load_error_in_a_complete_report(tmp
 
 
 def test_nothing_selected_exits_4(tmp_path: Path) -> None:
-    done = cli("run", "--claims", "no-such-topic.*", "--report", "R.json", cwd=tmp_path)
+    # each option matches something; together they select no row
+    done = cli("run", "--claims", "masking.*", "--topic", "scaling", "--report", "R.json", cwd=tmp_path)
     assert done.returncode == 4, done.stdout + done.stderr
     report = json.loads((tmp_path / "R.json").read_text(encoding="utf-8"))
     assert report["summary"]["rows"] == 0 and report["summary"]["state"] == "complete"
@@ -224,9 +227,11 @@ def test_a_run_stopped_early_never_leaves_a_report_that_claims_success(tmp_path:
     (tmp_path / "spins.py").write_text(SPINS, encoding="utf-8")
     report_path = tmp_path / "R.json"
     report_path.write_text(json.dumps({"summary": {"ok": True, "complete": True, "state": "complete"}}))
+    junit_path = tmp_path / "J.xml"
     process = subprocess.Popen(
         [sys.executable, "-m", "specformer.cli", "run", "--impl", "spins.py", "--claims", "attention.slide-example",
-         "--row-timeout", "600", "--report", str(report_path)], cwd=tmp_path, stdout=subprocess.PIPE,
+         "--row-timeout", "600", "--report", str(report_path), "--junit", str(junit_path)], cwd=tmp_path,
+        stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)
     try:
         running = _started(report_path, time.monotonic() + 120)
@@ -242,6 +247,8 @@ def test_a_run_stopped_early_never_leaves_a_report_that_claims_success(tmp_path:
         assert process.returncode == 3, output
         assert report["summary"]["state"] == "interrupted"
         assert "every claim ended as expected" not in output
+        junit = junit_path.read_text(encoding="utf-8")  # written at the end of an interrupted run too
+        assert '<property name="state" value="interrupted"' in junit and 'name="run incomplete"' in junit
     else:
         assert report["summary"]["state"] == "running"
     # the spinning worker and the fork server die with the checker, whatever killed it
@@ -264,3 +271,29 @@ def _processes_in(folder: Path) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+# -- specformer site: from the package alone ---------------------------------------------
+
+
+def test_the_site_command_builds_pages_from_a_folder_outside_the_checkout(sums_run, tmp_path: Path) -> None:
+    pytest.importorskip("mkdocs")
+    report = tmp_path / "R.json"
+    report.write_text(json.dumps(sums_run[1]), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "specformer.cli", "site", "--report", "R.json", "-o", "out",
+                           "--no-plots", "--strict"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = (tmp_path / "out" / "claims" / SUMS / "index.html").read_text(encoding="utf-8")
+    assert "reference" in page and "weights_sum_to_one" in page
+    assert (tmp_path / "out" / "claims" / "index.html").is_file() and (tmp_path / "out" / "index.html").is_file()
+
+
+def test_the_site_command_refuses_a_file_that_is_not_a_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}", encoding="utf-8")
+    assert main(["site", "--report", str(bad), "-o", str(tmp_path / "out")]) == 2
+    assert main(["site", "--report", str(tmp_path / "missing.json"), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "bad.json" in err and "missing.json" in err and not (tmp_path / "out").exists()

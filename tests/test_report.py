@@ -111,9 +111,37 @@ def test_ok_is_false_exactly_when_a_row_is_not_as_expected(outcome: str) -> None
     assert report["summary"]["by_outcome"].get(outcome) == (2 if outcome == "pass" else 1)
 
 
-def test_as_expected_is_true_for_pass_refuted_not_applicable_and_skipped() -> None:
-    assert EXPECTED_OUTCOMES == {"pass", "refuted", "not-applicable", "skipped"}
+def test_as_expected_is_true_for_conforming_unrun_and_listed_rows() -> None:
+    assert EXPECTED_OUTCOMES == {"pass", "refuted", "not-applicable", "skipped", "known-deviation", "fixed"}
     assert {o for o in OUTCOMES if row(o).as_expected} == EXPECTED_OUTCOMES
+
+
+def test_known_deviations_and_fixed_rows_validate_and_a_strict_fixed_row_is_not_ok() -> None:
+    listed = row("known-deviation", message="704 != 512", deviation_reason="padded kernels", original_outcome="fail")
+    fixed = row("fixed", deviation_reason="was wrong", original_outcome="pass", seed=3)
+    report = build_report([listed, fixed], IMPLS, "thorough", 1.0)
+    validate(report)
+    assert report["summary"]["ok"] is True
+    assert report["summary"]["by_outcome"] == {"known-deviation": 1, "fixed": 1}
+    assert report["rows"][0]["deviation_reason"] == "padded kernels" and report["rows"][0]["original_outcome"] == "fail"
+    assert report["rows"][1]["seed"] == 3
+    strict = row("fixed", deviation_reason="was wrong", original_outcome="pass", strict_deviations=True)
+    strict_report = build_report([strict], IMPLS, "ci", 1.0)
+    validate(strict_report)
+    assert strict_report["summary"]["ok"] is False and strict_report["rows"][0]["as_expected"] is False
+    bad = json.loads(json.dumps(report))
+    bad["rows"][0]["original_outcome"] = "sort of"
+    with pytest.raises(jsonschema.ValidationError):
+        validate(bad)
+
+
+def test_a_version_2_report_written_before_seeds_and_deviations_still_validates() -> None:
+    report = build_report(mixed_rows(), IMPLS, "ci", 1.0)
+    for stored in report["rows"]:
+        for later in ("seed", "deviation_reason", "original_outcome"):
+            del stored[later]
+    validate(report)
+    assert report["schema_version"] == 2
 
 
 def test_an_incomplete_run_is_never_ok() -> None:

@@ -1,6 +1,8 @@
 """Adapters: the shipped implementations, each exposing the protocol's operations.
 
 ``BUILTIN`` maps the short names accepted by ``--impl`` to ``module:attribute``.
+``deviations.toml`` beside this module lists the shipped adapters' known deviations
+(:mod:`specformer.deviations`); ``specformer run`` applies it to these implementations only.
 """
 
 BUILTIN: dict[str, str] = {

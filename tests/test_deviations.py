@@ -1,0 +1,187 @@
+"""Known deviations: the file format, its errors, how rows are relabelled, the shipped file, a real run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from specformer import deviations
+from specformer.cli import main
+from specformer.runner import RowResult
+
+ROOT = Path(__file__).resolve().parent.parent
+PROP = "masking.later_positions_do_not_change_earlier_outputs"
+
+
+def row(outcome: str, **kwargs: object) -> RowResult:
+    fields: dict[str, object] = dict(claim="masking.causal-no-future", property=PROP, implementation="mine",
+                                     device="cpu", dtype="float64", expect="hold", outcome=outcome)
+    fields.update(kwargs)
+    return RowResult(**fields)  # type: ignore[arg-type]
+
+
+def entry(**kwargs: str) -> deviations.Deviation:
+    return deviations.parse(
+        "[[deviation]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in kwargs.items()), "t.toml")[0]
+
+
+def test_a_file_parses_into_entries_with_globs_and_lists() -> None:
+    entries = deviations.parse(textwrap.dedent("""
+        [[deviation]]
+        claim = "masking.*"
+        dtype = ["float16", "bfloat16"]
+        reason = "  half   precision  "
+
+        [[deviation]]
+        property = "scaling.*"
+        implementation = "mine"
+        device = "cuda"
+        reason = "r2"
+        """), "f.toml")
+    assert [e.reason for e in entries] == ["half precision", "r2"]
+    assert entries[0].claim == ("masking.*",) and entries[0].dtype == ("float16", "bfloat16")
+    assert entries[0].implementation == () and entries[1].device == ("cuda",)
+    assert entries[0].matches(row("fail", dtype="bfloat16")) and not entries[0].matches(row("fail"))
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("[[deviation]]\nclaim = 'a.b'\n", "'reason' is mandatory"),
+    ("[[deviation]]\nclaim = 'a.b'\nreason = ''\n", "'reason' is mandatory"),
+    ("[[deviation]]\nreason = 'r'\n", "needs a 'claim' or a 'property'"),
+    ("[[deviation]]\nclaim = 'a.b'\nreason = 'r'\ndtpye = 'float16'\n", "unknown key(s) ['dtpye']"),
+    ("[[deviation]]\nclaim = 3\nreason = 'r'\n", "'claim' must be a non-empty string"),
+    ("[[deviation]]\nclaim = 'a.b'\nreason = 'r'\n[[deviation]]\nclaim = []\nreason = 'r'\n", "entry 2"),
+    ("deviation = 'x'\n", "array of tables"),
+    ("[[deviations]]\nclaim = 'a'\n", "unknown top-level key"),
+    ("[[deviation]\n", "not valid TOML"),
+])
+def test_a_malformed_file_names_the_file_the_entry_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(deviations.DeviationError) as info:
+        deviations.load_file(path)
+    assert str(path) in str(info.value) and problem in str(info.value)
+    if "entry" in problem or "reason" in problem:
+        assert "entry" in str(info.value)
+
+
+def test_a_malformed_file_is_a_usage_error_of_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("[[deviation]]\nclaim = 'a.b'\n", encoding="utf-8")
+    assert main(["run", "--deviations", str(path)]) == 2
+    assert main(["run", "--deviations", str(tmp_path / "missing.toml")]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: entry 1: 'reason' is mandatory" in err and "missing.toml" in err and "cannot be read" in err
+
+
+def test_a_failing_listed_row_becomes_a_known_deviation_and_keeps_its_evidence() -> None:
+    failing = row("fail", message="got 1, expected 0", counterexample="case=...", seed=7)
+    out = deviations.apply(failing, [entry(claim="masking.*", reason="known")])
+    assert out.outcome == "known-deviation" and out.as_expected
+    assert (out.original_outcome, out.deviation_reason) == ("fail", "known")
+    assert out.message == "got 1, expected 0" and out.counterexample == "case=..." and out.seed == 7
+    data = out.to_json()
+    assert data["as_expected"] is True and "strict_deviations" not in data
+    assert deviations.apply(row("error"), [entry(property=PROP, reason="r")]).outcome == "known-deviation"
+
+
+def test_a_listed_row_that_conforms_is_fixed_and_fails_only_when_strict() -> None:
+    listed = [entry(claim="masking.causal-no-future", implementation="mi*", reason="r")]
+    fixed = deviations.apply(row("pass"), listed)
+    assert fixed.outcome == "fixed" and fixed.original_outcome == "pass" and fixed.as_expected
+    strict = deviations.apply(row("refuted", expect="counterexample"), listed, strict=True)
+    assert strict.outcome == "fixed" and not strict.as_expected and strict.to_json()["as_expected"] is False
+
+
+def test_rows_that_did_not_run_or_are_not_listed_are_left_alone() -> None:
+    listed = [entry(claim="masking.*", reason="r")]
+    for outcome in ("skipped", "not-applicable"):
+        assert deviations.apply(row(outcome), listed).outcome == outcome
+    for other in (row("fail", claim="scaling.x"), row("fail", device="cuda")):
+        kept = deviations.apply(other, [entry(claim="masking.*", device="cpu", reason="r")])
+        assert kept.outcome == "fail" and kept.deviation_reason is None
+    # the implementation field matches the name or the --impl spec
+    assert deviations.apply(row("fail"), [entry(claim="*", implementation="x.py", reason="r")], "x.py").outcome \
+        == "known-deviation"
+
+
+def test_the_shipped_file_lists_the_cuda_half_precision_flop_counts_of_torch_mha() -> None:
+    shipped = deviations.builtin()
+    report = json.loads((ROOT / "docs" / "results" / "cuda-h100.json").read_text(encoding="utf-8"))
+    relabelled = {}
+    for data in report["rows"]:
+        fields = {k: data[k] for k in ("claim", "property", "implementation", "device", "dtype", "expect",
+                                       "outcome")}
+        out = deviations.apply(RowResult(**fields), shipped, data["implementation"])
+        if out.outcome != data["outcome"]:
+            relabelled[(out.implementation, out.dtype)] = (out.claim, out.outcome, out.deviation_reason)
+    assert set(relabelled) == {("torch-mha", "float16"), ("torch-mha", "bfloat16")}
+    for claim, outcome, reason in relabelled.values():
+        assert claim == "multihead.cost-equal" and outcome == "known-deviation"
+        assert "multiple of 8" in reason and "704" in reason
+
+
+def test_the_shipped_file_applies_to_built_in_implementations_only() -> None:
+    user = [entry(claim="a.*", reason="mine")]
+    shipped = deviations.builtin()
+    assert deviations.entries_for("torch-mha", user) == user + shipped
+    assert deviations.entries_for("my_impl.py", user) == user
+    assert deviations.entries_for("torch_mha_copy:implementation", [], shipped) == []
+
+
+def test_entries_that_match_nothing_known_are_warned_about() -> None:
+    warnings = deviations.unmatched_warnings([entry(claim="mask.*", dtype="flaot16", reason="r")],
+                                             ["masking.padding"], ["masking.padded"])
+    assert any("claim ['mask.*']" in w for w in warnings) and any("flaot16" in w for w in warnings)
+
+
+MUTANT = textwrap.dedent("""
+    import math, torch
+
+    class CausalIncludesNext:
+        name = "causal-includes-next"
+        def attention(self, q, k, v, mask=None, *, causal=False):
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if causal:
+                keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril(1)
+                mask = keep if mask is None else mask & keep
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            return scores.softmax(-1) @ v, scores.softmax(-1)
+
+    implementation = CausalIncludesNext()
+    """)
+
+
+def test_a_run_with_a_deviations_file_passes_and_lists_what_is_fixed(tmp_path: Path) -> None:
+    (tmp_path / "mutant.py").write_text(MUTANT, encoding="utf-8")
+    (tmp_path / "dev.toml").write_text(textwrap.dedent(f"""
+        [[deviation]]
+        property = "{PROP}"
+        implementation = "causal-*"
+        reason = "this mutant lets a query see the next key"
+
+        [[deviation]]
+        claim = "masking.causal-no-future"
+        implementation = "reference"
+        reason = "listed to be fixed"
+        """), encoding="utf-8")
+    args = ["run", "--impl", "mutant.py", "--impl", "reference", "--property", PROP, "--dtype", "float64",
+            "--deviations", "dev.toml", "--report", "R.json"]
+    done = subprocess.run([sys.executable, "-m", "specformer.cli", *args], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {r["implementation"]: r for r in json.loads((tmp_path / "R.json").read_text())["rows"]}
+    assert rows["causal-includes-next"]["outcome"] == "known-deviation"
+    assert rows["causal-includes-next"]["original_outcome"] == "fail" and rows["causal-includes-next"]["message"]
+    assert rows["reference"]["outcome"] == "fixed"
+    assert "no longer deviate" in done.stdout and "listed to be fixed" in done.stdout
+    strict = subprocess.run([sys.executable, "-m", "specformer.cli", "run", *args[3:], "--strict-deviations"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+    assert "FIXED  masking.causal-no-future" in strict.stdout
