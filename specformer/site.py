@@ -4,7 +4,10 @@ Every page is a pure function of the claims (:func:`specformer.claims.load_claim
 properties (:func:`specformer.property.load_properties`) and, when there is one, a report
 written by ``specformer run --report PATH``. :func:`generate` joins them into a mapping
 from site-relative paths to Markdown; ``docs/hooks.py`` hands that mapping to MkDocs.
-Building blocks (tables, badges, admonitions) live in :mod:`specformer.site_tables`.
+Building blocks live in :mod:`specformer.site_tables` (escaping, badges, outcomes),
+:mod:`specformer.site_matrix` (a claim's results matrix and row details) and
+:mod:`specformer.site_runs` (reading and merging reports, naming their runs; its
+report-reading names are re-exported here).
 
 Reports are untrusted input: every value read from one is escaped where it is written
 (:func:`specformer.site_tables.text`, or literal inside fenced code), and values of
@@ -15,7 +18,6 @@ are rendered.
 from __future__ import annotations
 
 import importlib
-import json
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -23,13 +25,23 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from specformer.claims import NEEDS_REFUTATION, Claim, load_claims, spec_dir
 from specformer.property import REGISTRY, Property, property_modules
-from specformer.site_tables import (badge, code, count_table, environment_table, fence, field,
-                                    indent, legend, plain, results_table, row_details, run_complete,
-                                    summarize, text)
+from specformer.site_matrix import anchor, results_matrix, row_details, rows_table
+from specformer.site_runs import (REPORT_SCHEMA, REPORT_SCHEMA_VERSIONS, ReportError, load_report,
+                                  merge_reports, read_report, records, report_problem, report_runs, run_label,
+                                  run_number, runs_legend)
+from specformer.site_tables import (badge, code, count_table, environment_table, fence, field, indent, legend,
+                                    plain, run_complete, summarize, text)
 
-REPORT_SCHEMA = "specformer-report"
-#: The report schema versions the site renders.
-REPORT_SCHEMA_VERSIONS = (1, 2)
+#: The public names: the page builders of this module and the report-reading names of
+#: :mod:`specformer.site_runs` (``docs/hooks.py`` imports them from here).
+__all__ = [
+    "NO_RESULTS", "PLOTS_DIR", "claim_page", "collect_properties", "display_math", "generate",
+    "implementation_names", "implementations_section", "nav", "overview_page", "partial_warning",
+    "plot_markdown", "topic_index", "topic_title", "topics", "unknown_claims_section",
+    "REPORT_SCHEMA", "REPORT_SCHEMA_VERSIONS", "ReportError", "load_report", "merge_reports", "read_report",
+    "records", "report_problem", "report_runs",
+]
+
 NO_RESULTS = "No results yet: run `specformer run`."
 #: Site folder of the claim pages' figures (:mod:`specformer.site_plots`, added by ``docs/hooks.py``).
 PLOTS_DIR = "assets/plots"
@@ -68,14 +80,36 @@ def _property_section(prop: Property) -> str:
     return "\n\n".join(parts)
 
 
-def _results_section(claim: Claim, rows: list[dict[str, Any]] | None) -> str:
+def _results_section(claim: Claim, rows: list[dict[str, Any]] | None,
+                     runs: Sequence[dict[str, Any]] = ()) -> str:
+    """The matrix of outcomes, its legends (outcomes, runs), every row's numbers and the details."""
     if rows is None:
         return NO_RESULTS
     if not rows:
         return ("Not checked by any property: see the reason above." if not claim.checkable
                 else "The report has no rows for this claim.")
-    details = [d for d in map(row_details, rows) if d]
-    return "\n\n".join([results_table(rows), legend(), *details])
+    n_runs = len(runs)
+    ordered = sorted(rows, key=lambda r: tuple(field(r, k, "") for k in ("property", "implementation",
+                                                                         "device", "dtype")))
+    anchors: dict[int, str] = {}
+    details = []
+    for row in ordered:
+        target = anchor(len(details) + 1)
+        block = row_details(row, target, n_runs)
+        if block:
+            anchors[id(row)] = target
+            details.append(block)
+    intro = ("One row per property and implementation, one column per device and dtype. "
+             "A cell links to its details when there is a message or a counterexample"
+             + ("; its superscript is the run it came from (below)." if n_runs > 1 else "."))
+    out = [intro, results_matrix(ordered, anchors, n_runs),
+           legend({plain(r.get("outcome")) for r in rows})]
+    if runs:
+        counts = Counter(run_number(r, n_runs) or 0 for r in rows)
+        out.append(runs_legend(runs, counts))
+    out += ["<details class=\"sf-all-rows\"><summary>Every row: examples checked and time</summary>\n"
+            + rows_table(ordered, n_runs=n_runs) + "\n</details>", *details]
+    return "\n\n".join(out)
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]])")
@@ -88,13 +122,16 @@ def plot_markdown(file: str, caption: str) -> str:
 
 
 def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any]] | None,
-               known_topics: Iterable[str] = (), plots: Iterable[tuple[str, str]] = ()) -> str:
+               known_topics: Iterable[str] = (), plots: Iterable[tuple[str, str]] = (),
+               runs: Sequence[dict[str, Any]] = ()) -> str:
     """The page of one claim: sources, statement, verdict, prose, plots, properties and results.
 
     ``rows`` are the report rows for this claim, ``None`` when there is no report.
     Links in the prose to a spec file of ``known_topics`` (``[masks](masks.md)``) are
     sent to that topic's page. ``plots`` are ``(file name, caption)`` pairs of images in
-    :data:`PLOTS_DIR`; with none the page has no *Plots* section.
+    :data:`PLOTS_DIR`; with none the page has no *Plots* section. ``runs`` are the runs
+    of the report (:func:`specformer.site_runs.report_runs`), named in a legend under the
+    results matrix.
     """
     out = [
         f"# {claim.title}",
@@ -130,7 +167,7 @@ def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any
     else:
         out.append("No property checks this claim." if not claim.checkable
                    else "No property for this claim is loaded.")
-    out += ["## Results", _results_section(claim, rows)]
+    out += ["## Results", _results_section(claim, rows, runs)]
     return "\n\n".join(out) + "\n"
 
 
@@ -139,11 +176,6 @@ def _wrong_line(claim: Claim) -> str:
     corrected = corrected if "$" in corrected else f"\\({corrected}\\)"
     return (f"- [{claim.title}]({claim.id}.md), *{claim.verdict}*. "
             f"As written: “{claim.as_written.strip()}”; corrected: {corrected}")
-
-
-def records(value: Any) -> list[dict[str, Any]]:
-    """The objects of a report list (``rows``, ``implementations``); anything else is skipped."""
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def implementation_names(report: dict[str, Any]) -> list[str]:
@@ -160,20 +192,6 @@ def implementation_names(report: dict[str, Any]) -> list[str]:
     return names
 
 
-def report_runs(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """The runs of a (possibly merged, :func:`merge_reports`) report, each with its own summary."""
-    return records(report.get("runs")) or [report]
-
-
-def _run_label(run: dict[str, Any]) -> str:
-    """The devices and creation time of a run, escaped: ``cpu, cuda · 2025-01-01T00:00:00Z``."""
-    env = run.get("environment")
-    env = env if isinstance(env, dict) else {}
-    devices = env.get("devices")
-    devices = ", ".join(map(plain, devices)) if isinstance(devices, list) else plain(devices)
-    return f"{text(devices or '?')} · {text(env.get('created'))}"
-
-
 def partial_warning(report: dict[str, Any]) -> str:
     """A warning admonition for each run whose ``summary.complete`` is not true; ``""`` when all completed."""
     runs = report_runs(report)
@@ -183,7 +201,7 @@ def partial_warning(report: dict[str, Any]) -> str:
             continue
         summary = run.get("summary")
         state = field(summary, "state", "") if isinstance(summary, dict) else ""
-        which = "This run" if len(runs) == 1 else f"Run {n} ({_run_label(run)})"
+        which = "This run" if len(runs) == 1 else f"Run {n} ({run_label(run)})"
         lines.append(f"{which} did not complete; its results are partial"
                      + (f" (state: {text(state)})." if state else "."))
     if not lines:
@@ -221,9 +239,11 @@ def unknown_claims_section(claims: dict[str, Claim], report: dict[str, Any]) -> 
     rows = [r for r in records(report.get("rows")) if field(r, "claim", "") not in claims]
     if not rows:
         return ""
-    details = [d for d in map(row_details, rows) if d]
+    n_runs = len(report_runs(report))
+    details = [d for d in (row_details(r, n_runs=n_runs) for r in rows) if d]
     intro = f"{len(rows)} row{'s' if len(rows) != 1 else ''} of the report name claims this spec does not have."
-    return "\n\n".join(["## Rows of unknown claims", intro, results_table(rows, with_claim=True), *details])
+    return "\n\n".join(["## Rows of unknown claims", intro, rows_table(rows, with_claim=True, n_runs=n_runs),
+                        *details])
 
 
 def overview_page(claims: dict[str, Claim], props: dict[str, Property],
@@ -266,7 +286,7 @@ def overview_page(claims: dict[str, Claim], props: dict[str, Property],
         out.append("## Environment" if len(runs) == 1 else "## Runs")
         for n, run in enumerate(runs, start=1):
             if len(runs) > 1:
-                out.append(f"### Run {n}: {_run_label(run)}")
+                out += [f"### Run {n}", run_label(run)]  # report text stays out of heading ids
             out.append(environment_table(run))
     return "\n\n".join(part for part in out if part) + "\n"
 
@@ -305,82 +325,6 @@ def nav(claims: dict[str, Claim], spec: Path | None = None) -> list[Any]:
     return entries
 
 
-class ReportError(ValueError):
-    """A file that is not a report the site can render; the message names the file and the problem."""
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    """``value`` as JSON, cut to ``limit`` characters (for error messages)."""
-    shown = json.dumps(value, ensure_ascii=True, default=str)
-    return shown if len(shown) <= limit else shown[:limit - 1] + "…"
-
-
-def report_problem(data: Any) -> str | None:
-    """What makes ``data`` unusable as a report, or ``None`` when it is usable.
-
-    A report is an object with ``"schema": "specformer-report"``, a ``schema_version``
-    in :data:`REPORT_SCHEMA_VERSIONS` and ``rows``, a list of objects. Everything else is
-    optional and checked as it is rendered.
-    """
-    if not isinstance(data, dict):
-        return f"not a JSON object but {type(data).__name__}"
-    if data.get("schema") != REPORT_SCHEMA:
-        return f"schema is {_short(data.get('schema'))}, not \"{REPORT_SCHEMA}\""
-    version = data.get("schema_version")
-    if isinstance(version, bool) or version not in REPORT_SCHEMA_VERSIONS:
-        return (f"schema_version is {_short(version)}, not one of "
-                + ", ".join(map(str, REPORT_SCHEMA_VERSIONS)))
-    rows = data.get("rows")
-    if not isinstance(rows, list):
-        return f"rows is {_short(rows)}, not a list"
-    for n, row in enumerate(rows):
-        if not isinstance(row, dict):
-            return f"rows[{n}] is {_short(row)}, not an object"
-    return None
-
-
-def read_report(path: Path) -> dict[str, Any]:
-    """Read and check a report; :class:`ReportError` when it is not JSON or not a report."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportError(f"{path}: cannot be read ({exc})") from exc
-    except ValueError as exc:
-        raise ReportError(f"{path}: not JSON ({exc})") from exc
-    problem = report_problem(data)
-    if problem:
-        raise ReportError(f"{path}: not a {REPORT_SCHEMA} file: {problem}")
-    return data
-
-
-def load_report(path: Path | None) -> dict[str, Any] | None:
-    """Read a report (:func:`read_report`); ``None`` when ``path`` is ``None`` or names no file."""
-    if path is None or not Path(path).is_file():
-        return None
-    return read_report(Path(path))
-
-
-def merge_reports(reports: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """One report holding the rows of several runs (e.g. a CPU run and a CUDA run).
-
-    The merged report keeps each run's environment and summary under ``runs``; rows of
-    the same (property, implementation, device, dtype) from a later run replace earlier ones.
-    """
-    if not reports:
-        return None
-    if len(reports) == 1:
-        return reports[0]
-    rows: dict[tuple[str, ...], dict[str, Any]] = {}
-    impls: dict[str, dict[str, Any]] = {}
-    for report in reports:
-        for row in records(report.get("rows")):
-            rows[tuple(field(row, k, "") for k in ("property", "implementation", "device", "dtype"))] = row
-        for impl in records(report.get("implementations")):
-            impls.setdefault(field(impl, "name", ""), impl)
-    return {**reports[0], "implementations": list(impls.values()), "rows": list(rows.values()),
-            "runs": [{"environment": r.get("environment"), "summary": r.get("summary")} for r in reports]}
-
-
 def collect_properties() -> tuple[dict[str, Property], list[str]]:
     """Import each property module; return the properties and a note per module that failed."""
     notes: list[str] = []
@@ -412,7 +356,9 @@ def generate(report_path: Path | Sequence[Path] | None = None, spec: Path | None
     claims = load_claims(spec)
     props, notes = collect_properties()
     paths = [report_path] if isinstance(report_path, (str, Path)) or report_path is None else list(report_path)
-    report = merge_reports([r for r in map(load_report, paths) if r is not None])
+    loaded = [(Path(p).name, r) for p, r in ((p, load_report(p)) for p in paths) if r is not None]
+    report = merge_reports([r for _, r in loaded], [name for name, _ in loaded])
+    runs = report_runs(report) if report else []
     by_claim: dict[str, list[Property]] = defaultdict(list)
     for prop in props.values():
         by_claim[prop.claim].append(prop)
@@ -423,7 +369,7 @@ def generate(report_path: Path | Sequence[Path] | None = None, spec: Path | None
     for claim in claims.values():
         pages[f"claims/{claim.id}.md"] = claim_page(
             claim, by_claim[claim.id], rows[claim.id] if report else None, topics(claims),
-            (plots or {}).get(claim.id, ()))
+            (plots or {}).get(claim.id, ()), runs)
     for topic in topics(claims):
         pages[f"topics/{topic}.md"] = topic_index(topic, claims, topic_title(topic, spec))
     return pages

@@ -1,8 +1,8 @@
-"""Markdown building blocks for the documentation site: escaping, badges and result tables.
+"""Building blocks for the documentation site: escaping, badges, outcomes in words, small tables.
 
-:mod:`specformer.site` assembles pages from these. Everything here is a pure function of
-its arguments; a *row* is one entry of a report's ``rows`` list (see the report schema in
-``docs/report-schema.md``).
+:mod:`specformer.site` assembles pages from these (the results matrix of a claim page is
+:mod:`specformer.site_matrix`). Everything here is a pure function of its arguments; a
+*row* is one entry of a report's ``rows`` list (see ``docs/report-schema.md``).
 
 Reports may come from anyone, so every value read from one goes through :func:`text`
 (or, inside a fenced code block, through :func:`fence`) before it reaches a page; values
@@ -17,27 +17,35 @@ import re
 from collections import Counter
 from typing import Any, Iterable
 
-#: Outcome name -> the symbol shown for it, in the order of the legend.
-OUTCOME_SYMBOLS: dict[str, str] = {
-    "pass": "✅",
-    "refuted": "🟢",
-    "fail": "❌",
-    "error": "⚠️",
-    "inconclusive": "❔",
-    "not-applicable": "–",
-    "skipped": "⏭️",
+#: Outcome name -> (the words shown for it, what it means), in the order of the legend.
+#: Pages show outcomes in words with a colour (``sf-o-<outcome>`` in
+#: ``docs/assets/specformer.css``), never as a symbol alone.
+OUTCOMES: dict[str, tuple[str, str]] = {
+    "pass": ("pass", "a property stating the claim held on every example"),
+    "refuted": ("refuted", "a refutation found its counterexample to the claim as written, as it must"),
+    "known-deviation": ("known deviation", "the row is listed as a known deviation of the "
+                        "implementation and counts as expected"),
+    "fixed": ("fixed", "the row is listed as a known deviation but now ends as expected: "
+              "the listing can be removed"),
+    "fail": ("fail", "a property found a counterexample to the claim, or a refutation found none"),
+    "error": ("error", "the implementation raised, crashed, hung, ran out of memory or returned "
+              "something malformed"),
+    "inconclusive": ("inconclusive", "too few examples were checked to conclude"),
+    "not-applicable": ("not applicable", "the implementation lacks the operation or dtype"),
+    "skipped": ("skipped", "the device was not available"),
 }
 
-#: The symbol of an outcome the site does not know.
-UNKNOWN_SYMBOL = "?"
+#: The CSS class suffix of an outcome the site does not know (``sf-o-unknown``).
+UNKNOWN = "unknown"
 
 #: How a matrix cell reads, worst first: the first outcome present decides the cell.
 #: ``None`` stands for outcomes the site does not know.
 _CELL_ORDER: tuple[str | None, ...] = (
-    "fail", "error", "inconclusive", None, "refuted", "pass", "skipped", "not-applicable")
+    "fail", "error", "inconclusive", None, "fixed", "known-deviation", "refuted", "pass", "skipped",
+    "not-applicable")
 
 #: Outcomes whose matrix cell shows how many rows of the cell have them.
-_COUNTED = {"fail", "error", "inconclusive", None}
+_COUNTED = {"fail", "error", "inconclusive", None, "fixed", "known-deviation"}
 
 #: Characters that Markdown (with the site's extensions) or HTML could read as markup:
 #: ``<``, ``>``, ``&`` and quotes for HTML, the rest for Markdown (links, images, emphasis,
@@ -118,128 +126,63 @@ def badge(label: Any, family: str) -> str:
     return f'<span class="sf-badge sf-{kind} sf-{kind}-{slug(label)}">{text(label)}</span>'
 
 
-def outcome_symbol(outcome: Any) -> str:
-    """The symbol of an outcome; :data:`UNKNOWN_SYMBOL` for one the site does not know."""
-    return OUTCOME_SYMBOLS.get(outcome, UNKNOWN_SYMBOL) if isinstance(outcome, str) else UNKNOWN_SYMBOL
+def known_outcome(outcome: Any) -> str | None:
+    """``outcome`` when the site knows it (:data:`OUTCOMES`), else ``None``."""
+    return outcome if isinstance(outcome, str) and outcome in OUTCOMES else None
 
 
-def outcome_label(outcome: Any) -> str:
-    """The outcome with its symbol, e.g. ``"✅ pass"``, escaped."""
-    return f"{outcome_symbol(outcome)} {text(outcome) or '?'}"
+def outcome_class(outcome: Any) -> str:
+    """The CSS class of an outcome: ``sf-o-pass``, ..., ``sf-o-unknown``; never built from report text."""
+    return f"sf-o-{known_outcome(outcome) or UNKNOWN}"
 
 
-def legend() -> str:
-    """One line explaining the outcome symbols."""
-    return " · ".join(outcome_label(name) for name in OUTCOME_SYMBOLS)
+def outcome_words(outcome: Any) -> str:
+    """The outcome in words, escaped: ``"not applicable"``; an unknown one as it is (or ``?``)."""
+    known = known_outcome(outcome)
+    return OUTCOMES[known][0] if known else (text(outcome) or "?")
 
 
-def _number(value: Any, template: str) -> str:
+def outcome_label(outcome: Any, extra: str = "") -> str:
+    """The outcome in words inside a coloured span, e.g. ``<span class="sf-outcome sf-o-pass">pass</span>``.
+
+    ``extra`` (markup of ours, already escaped) follows the words inside the span.
+    """
+    return f'<span class="sf-outcome {outcome_class(outcome)}">{outcome_words(outcome)}{extra}</span>'
+
+
+def legend(outcomes: Iterable[str] | None = None) -> str:
+    """A list explaining the outcomes (all of them, or those given that the site knows)."""
+    shown = [o for o in OUTCOMES if outcomes is None or o in set(outcomes)]
+    return "\n".join(f"- {outcome_label(o)}: {OUTCOMES[o][1]}" for o in shown)
+
+
+def number(value: Any, template: str) -> str:
     """A number formatted with ``template``; anything else escaped as it is, or ``–``."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return template.format(value)
     return text(value) or "–"
 
 
-def _duration(row: dict[str, Any]) -> str:
-    return _number(row.get("duration_s"), "{:.2f} s")
-
-
-def examples(row: dict[str, Any]) -> str:
-    """The examples of a row: ``checked/generated`` (schema version 2) or the number run (version 1)."""
-    checked, generated = row.get("examples_checked"), row.get("examples_generated")
-    if checked is not None or generated is not None:
-        return f"{_number(checked, '{}')}/{_number(generated, '{}')}"
-    return _number(row.get("examples"), "{}")
-
-
-def _sort_key(row: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(field(row, k, "") for k in ("claim", "implementation", "device", "dtype", "property"))
-
-
-def results_table(rows: list[dict[str, Any]], with_claim: bool = False) -> str:
-    """A table of report rows: implementation × device × dtype, per property.
-
-    ``with_claim`` adds a first column with each row's claim id.
-    """
-    head = ["Implementation", "Device", "Dtype", "Property", "Outcome", "Examples", "Duration"]
-    align = ["---"] * 5 + ["---:"] * 2
-    if with_claim:
-        head, align = ["Claim", *head], ["---", *align]
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
-    for row in sorted(rows, key=_sort_key):
-        cells = [text(field(row, k)) for k in ("implementation", "device", "dtype")]
-        cells += [code(field(row, "property")), outcome_label(row.get("outcome")), examples(row), _duration(row)]
-        if with_claim:
-            cells.insert(0, code(field(row, "claim")))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def _counterexample_text(value: Any) -> tuple[str, str]:
-    if isinstance(value, str):
-        return value, "text"
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str), "json"
-
-
-def _shortfall(row: dict[str, Any]) -> str:
-    """For an inconclusive row: how many examples were checked against how many are required."""
-    parts = [f"Checked {_number(row.get('examples_checked'), '{}')} examples"]
-    if row.get("min_checked") is not None:
-        parts.append(f", fewer than the {_number(row.get('min_checked'), '{}')} the profile requires")
-    if row.get("examples_out_of_domain") is not None:
-        parts.append(f"; {_number(row.get('examples_out_of_domain'), '{}')} generated examples were out of domain")
-    return "".join(parts) + "."
-
-
-def row_details(row: dict[str, Any]) -> str:
-    """An admonition for a row with a message or counterexample; ``""`` for other rows.
-
-    Failures, errors and inconclusive rows open expanded (``???+ failure``,
-    ``???+ warning``); refutations, the expected kind of counterexample, are collapsed
-    (``??? success``), and so are the notes of skipped or not-applicable rows
-    (``??? note``). Inconclusive rows always get one, saying how few examples were checked.
-    """
-    message = plain(row.get("message"))
-    counterexample = row.get("counterexample")
-    outcome = row.get("outcome")
-    if not message and counterexample is None and outcome != "inconclusive":
-        return ""
-    title = " · ".join(text(field(row, k)) for k in ("property", "implementation", "device", "dtype"))
-    title = f"{title}: {outcome_label(outcome)}"
-    kind = {"fail": "???+ failure", "error": "???+ failure", "inconclusive": "???+ warning",
-            "refuted": "??? success"}.get(outcome, "??? note") if isinstance(outcome, str) else "??? note"
-    body: list[str] = []
-    if outcome == "inconclusive":
-        body.append(_shortfall(row))
-    if message:
-        body.append(fence(message, "text"))
-    if counterexample is not None:
-        content, lang = _counterexample_text(counterexample)
-        body += ["Counterexample (shrunk):", fence(content, lang)]
-    if row.get("reproduce"):
-        body += ["Reproduce:", fence(plain(row["reproduce"]), "bash")]
-    return f'{kind} "{title}"\n\n' + indent("\n\n".join(body))
-
-
 def summarize(rows: Iterable[dict[str, Any]]) -> str:
-    """One matrix cell summarising outcomes across devices and dtypes.
+    """One matrix cell summarising outcomes across devices and dtypes, in words.
 
-    The worst outcome present decides the symbol: any failure is ❌ (with the count of
-    failing rows), then ⚠️ for errors and ❔ for inconclusive rows (also counted), ``?``
-    for outcomes the site does not know (counted), 🟢 for refutations found as
-    expected, ✅ when all that ran passed, ⏭️ when everything was skipped and – when
-    nothing applied.
+    The worst outcome present decides the cell (:data:`_CELL_ORDER`): ``fail`` (with
+    the count of failing rows), then ``error``, ``inconclusive``, outcomes the site does
+    not know, ``fixed`` and ``known deviation`` (all counted), then ``refuted`` when
+    refutations found their counterexamples, ``pass`` when all that ran passed,
+    ``skipped`` when everything was skipped and ``not applicable`` when nothing applied.
     """
-    counts = Counter(o if isinstance(o, str) and o in OUTCOME_SYMBOLS else None
-                     for o in (row.get("outcome") for row in rows))
+    outcomes = [row.get("outcome") for row in rows]
+    counts = Counter(known_outcome(o) for o in outcomes)
     if not counts:
         return ""
     total = sum(counts.values())
     for outcome in _CELL_ORDER:
         if counts[outcome]:
-            symbol = outcome_symbol(outcome)
-            return f"{symbol} {counts[outcome]}/{total}" if outcome in _COUNTED else symbol
-    return UNKNOWN_SYMBOL  # pragma: no cover - every key of counts is in _CELL_ORDER
+            shown = outcome if outcome is not None else next(o for o in outcomes if known_outcome(o) is None)
+            extra = f" {counts[outcome]}/{total}" if outcome in _COUNTED else ""
+            return outcome_label(shown, extra)
+    raise AssertionError("every key of counts is in _CELL_ORDER")  # pragma: no cover
 
 
 def count_table(counter: Counter[str], heading: str) -> str:
@@ -268,10 +211,10 @@ def run_complete(report: dict[str, Any]) -> bool:
 
 def _summary_fields(summary: dict[str, Any], complete: bool) -> list[tuple[str, str]]:
     """The summary's fields as escaped (name, value) pairs; ``ok`` is never "yes" for a partial run."""
-    fields = [("rows", _number(summary.get("rows"), "{}"))]
+    fields = [("rows", number(summary.get("rows"), "{}"))]
     by_outcome = summary.get("by_outcome")
     if isinstance(by_outcome, dict):
-        fields.append(("outcomes", ", ".join(f"{outcome_label(k)}: {_number(v, '{}')}"
+        fields.append(("outcomes", ", ".join(f"{outcome_label(k)}: {number(v, '{}')}"
                                              for k, v in by_outcome.items())))
     elif by_outcome is not None:
         fields.append(("outcomes", text(by_outcome)))
@@ -281,7 +224,7 @@ def _summary_fields(summary: dict[str, Any], complete: bool) -> list[tuple[str, 
         fields.append(("state", text(summary["state"]) or "–"))
     fields.append(("complete", "yes" if complete else "no"))
     if summary.get("duration_s") is not None:
-        fields.append(("duration", _number(summary["duration_s"], "{:.1f} s")))
+        fields.append(("duration", number(summary["duration_s"], "{:.1f} s")))
     return fields
 
 

@@ -101,7 +101,9 @@ def test_claim_page_renders_sources_statement_code_and_failure():
     assert "$$\n\\sum_j A_{ij} = 1\n$$" in page
     assert "```python\n" in page and "def rows_sum_to_one(ctx, case):" in page
     assert "Checks the claim" in page
-    assert "???+ failure" in page and "❌ fail" in page
+    assert "???+ failure" in page and '<td class="sf-cell sf-o-fail"' in page
+    assert '<a href="#sf-row-1">fail</a>' in page and '<div class="sf-anchor" id="sf-row-1"></div>' in page
+    assert '<td class="sf-cell sf-o-pass" title="pass: 25 examples, 0.50 s">pass</td>' in page
     assert "    Falsifying example: rows_sum_to_one(" in page
     assert "    ```bash\n    specformer run --impl torch --claims attention.weights-sum-to-one\n    ```" in page
     assert "](../topics/masks.md)" in page
@@ -112,7 +114,8 @@ def test_claim_page_shows_refutation_and_correction():
     claims, props = make_claims(), make_props()
     page = claim_page(claims[VAR], [props["attention.variance_is_always_one"]], [REFUTED])
     assert "Refutes the claim as written" in page
-    assert "🟢 refuted" in page and "??? success" in page
+    assert '<td class="sf-cell sf-o-refuted"' in page and "??? success" in page
+    assert '<span class="sf-role">refutes the claim as written</span>' in page
     assert "## As written" in page and "## Corrected" in page and "## False-alarm bound" in page
     assert "Falsifying example: d_k=1" in page
 
@@ -130,7 +133,8 @@ def test_overview_lists_every_claim_and_implementation():
     header = next(line for line in page.splitlines() if line.startswith("| Claim |"))
     for impl in ("reference", "torch", "math"):
         assert f"| {impl} " in header + " "
-    assert "❌ 1/1" in page and "🟢" in page
+    assert '<span class="sf-outcome sf-o-fail">fail 1/1</span>' in page
+    assert '<span class="sf-outcome sf-o-refuted">refuted</span>' in page
     assert "false as stated" in page and "abc123" in page
     assert "## False or imprecise as stated" in page and "Scaling gives unit variance" in page
 
@@ -191,10 +195,37 @@ def test_mkdocs_build_strict(tmp_path):
 def test_reports_of_several_runs_merge_into_one_matrix():
     from specformer.site import merge_reports
 
-    cpu = make_report([row("attention.weights-sum-to-one", "attention.p", "reference", "pass")])
-    cuda_row = {**row("attention.weights-sum-to-one", "attention.p", "reference", "fail"), "device": "cuda"}
+    cpu = {**make_report([row(SUMS, "attention.p", "reference", "pass")]), "schema_version": 2}
+    cuda_row = {**row(SUMS, "attention.p", "reference", "fail"), "device": "cuda", "dtype": "float16",
+                "_specformer_run": 7}
     cuda = make_report([cuda_row])
-    merged = merge_reports([cpu, cuda])
+    cuda["environment"] = {**cuda["environment"], "torch": "2.11.0+cu130", "devices": ["cpu", "cuda"],
+                           "cuda": {"device_name": "NVIDIA H100"}, "created": "2026-11-22T11:21:55+00:00"}
+    merged = merge_reports([cpu, cuda], ["report.json", "cuda-h100.json"])
     assert {r["device"] for r in merged["rows"]} == {"cpu", "cuda"}
-    assert len(merged["runs"]) == 2
-    assert merge_reports([cpu]) is cpu and merge_reports([]) is None
+    assert {(r["device"], r["_specformer_run"]) for r in merged["rows"]} == {("cpu", 1), ("cuda", 2)}
+    assert "_specformer_run" not in cuda_row or cuda_row["_specformer_run"] == 7  # the input is not changed
+    assert [r["source"] for r in merged["runs"]] == ["report.json", "cuda-h100.json"]
+    assert merge_reports([]) is None
+    assert merge_reports([cpu])["runs"][0]["devices"] == ["cpu"]
+
+    page = claim_page(make_claims()[SUMS], [], merged["rows"], runs=merged["runs"])
+    head = page[page.index('<table class="sf-matrix">'):page.index("</thead>")]
+    assert '<th colspan="1" scope="colgroup">cpu</th><th colspan="1" scope="colgroup">cuda</th>' in head
+    assert '<th scope="col">float32</th><th scope="col">float16</th>' in head
+    assert '>pass<sup class="sf-run" title="run 1">1</sup></td>' in page
+    assert '>fail<sup class="sf-run" title="run 2">2</sup></td>' in page
+    legend = page[page.index('<table class="sf-runs">'):]
+    assert "<td>cpu</td><td>2&#46;13&#46;0&#43;cpu</td><td>ci</td><td>2025-01-01</td><td>report&#46;json</td><td>1</td>" \
+        in legend
+    assert "<td>cuda &#40;NVIDIA H100&#41;</td><td>2&#46;11&#46;0&#43;cu130</td><td>ci</td><td>2026-11-22</td>" \
+        "<td>cuda&#45;h100&#46;json (report schema v1)</td><td>1</td>" in legend
+
+
+def test_one_run_has_a_legend_but_no_run_numbers(tmp_path):
+    path = tmp_path / "only.json"
+    path.write_text(json.dumps(make_report([FAIL, REFUTED])))
+    page = generate(path)[f"claims/{SUMS}.md"]
+    assert '<table class="sf-runs">' in page and "<td>only&#46;json (report schema v1)</td><td>1</td>" in page
+    assert '<a href="#sf-row-1">fail</a></td>' in page
+    assert '<sup class="sf-run"' not in page

@@ -26,7 +26,8 @@ import yaml
 
 from specformer.claims import load_claims
 from specformer.site import ReportError, generate, overview_page, read_report, report_problem
-from specformer.site_tables import examples, fence, outcome_label, results_table, row_details, summarize, text
+from specformer.site_matrix import examples, results_matrix, row_details, rows_table
+from specformer.site_tables import fence, outcome_label, summarize, text
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_mkdocs = pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason="mkdocs is not installed")
@@ -151,6 +152,8 @@ def test_text_renders_each_payload_as_plain_text(payload):
     ('??? failure "{}"\n\n    body', {"details", "summary", "p"}),
     ("| a | b |\n|---|---|\n| {} | x |", {"table", "thead", "tbody", "tr", "th", "td"}),
     ("- x <code>{}</code> y", {"ul", "li", "code"}),
+    ('<table class="sf-matrix">\n<tbody>\n<tr><th scope="row">{}</th></tr>\n</tbody>\n</table>',
+     {"table", "tbody", "tr", "th"}),
 ])
 def test_text_stays_plain_in_every_place_the_site_writes_it(payload, template, allowed):
     md = site_markdown()
@@ -160,6 +163,16 @@ def test_text_stays_plain_in_every_place_the_site_writes_it(payload, template, a
     assert all(set(inside.split(", ")) <= allowed for _, inside in page.marked), page.marked
     if template.startswith("|"):
         assert sum(tag == "td" for tag, _ in page.elements) == 2
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_text_stays_plain_in_an_attribute_of_the_results_matrix(payload):
+    html = site_markdown().convert(f'<table>\n<tbody>\n<tr><td class="sf-cell" title="{text(payload)}">x</td></tr>'
+                                   '\n</tbody>\n</table>')
+    page = Page(html)
+    cells = [dict(attrs) for tag, attrs in page.elements if tag == "td"]
+    assert page.tags() == {"table", "tbody", "tr", "td"} and len(cells) == 1, page.elements
+    assert cells[0] == {"class": "sf-cell", "title": flat(payload)}
 
 
 @pytest.mark.parametrize("value, shown", [
@@ -192,7 +205,8 @@ def hostile_report() -> dict[str, Any]:
     for n, p in enumerate(PAYLOADS):
         rows.append({
             "claim": claim, "property": f"prop {p}", "family": p, "implementation": p, "device": p,
-            "dtype": p, "expect": p, "outcome": ("fail", "error", "inconclusive", p)[n % 4],
+            "dtype": p, "expect": p, "outcome": ("fail", "error", "inconclusive", p, "known-deviation", "fixed")[n % 6],
+            "deviation_reason": p, "original_outcome": p,
             "as_expected": False, "examples_generated": 10, "examples_checked": 3,
             "examples_out_of_domain": 7, "min_checked": 5, "duration_s": 0.1, "message": p,
             "counterexample": p if n % 2 else {"q": p, "list": [p, 1]}, "reproduce": f"specformer run {p}",
@@ -240,15 +254,36 @@ def test_v2_rows_show_checked_over_generated_and_inconclusive():
            "outcome": "inconclusive", "examples_generated": 40, "examples_checked": 3,
            "examples_out_of_domain": 37, "min_checked": 10}
     assert examples(row) == "3/40" and examples({"examples": 25}) == "25" and examples({}) == "–"
-    assert "| 3/40 |" in results_table([row])
-    assert outcome_label("inconclusive") == "❔ inconclusive"
+    assert "<td>3/40</td>" in rows_table([row])
+    assert outcome_label("inconclusive") == '<span class="sf-outcome sf-o-inconclusive">inconclusive</span>'
     details = row_details(row)
     assert details.startswith('???+ warning') and "fewer than the 10" in details
     cell = [{"outcome": "pass"}, {"outcome": "inconclusive"}, {"outcome": "refuted"}]
-    assert summarize(cell) == "❔ 1/3"
-    assert summarize(cell + [{"outcome": "error"}]) == "⚠️ 1/4"
-    assert summarize([{"outcome": "pass"}, {"outcome": "<b>"}]) == "? 1/2"
-    assert outcome_label("<b>") == "? &lt;b&gt;"
+    assert summarize(cell) == '<span class="sf-outcome sf-o-inconclusive">inconclusive 1/3</span>'
+    assert summarize(cell + [{"outcome": "error"}]) == '<span class="sf-outcome sf-o-error">error 1/4</span>'
+    assert summarize([{"outcome": "pass"}, {"outcome": "<b>"}]) == '<span class="sf-outcome sf-o-unknown">&lt;b&gt; 1/2</span>'
+    assert outcome_label("<b>") == '<span class="sf-outcome sf-o-unknown">&lt;b&gt;</span>'
+    assert outcome_label("not-applicable") == '<span class="sf-outcome sf-o-not-applicable">not applicable</span>'
+
+
+def test_known_deviations_and_fixed_rows_say_why_they_are_listed():
+    base = {"claim": "c", "property": "p", "implementation": "i", "device": "cuda", "dtype": "float16"}
+    known = {**base, "outcome": "known-deviation", "deviation_reason": "<b>half</b> precision",
+             "original_outcome": "fail", "message": "off by 0.2"}
+    fixed = {**base, "dtype": "float32", "outcome": "fixed", "deviation_reason": "was wrong", "original_outcome": "pass"}
+    details = row_details(known)
+    assert details.startswith('??? info "p · i · cuda · float16: known deviation"')
+    assert "<b>" not in details and "&lt;b&gt;half" in details and "**fail**" in details
+    assert "off by 0.2" in details
+    details = row_details(fixed)
+    assert details.startswith("???+ tip \"p · i · cuda · float32: fixed\"") and "the listing can be removed" in details
+    assert summarize([{"outcome": "pass"}, known]) == ('<span class="sf-outcome sf-o-known-deviation">'
+                                                       'known deviation 1/2</span>')
+    assert summarize([fixed, known]) == '<span class="sf-outcome sf-o-fixed">fixed 1/2</span>'
+    assert summarize([fixed, known, {"outcome": "fail"}]) == '<span class="sf-outcome sf-o-fail">fail 1/3</span>'
+    matrix = results_matrix([known, fixed], {})
+    assert 'class="sf-cell sf-o-known-deviation"' in matrix and ">known deviation<" in matrix
+    assert 'class="sf-cell sf-o-fixed"' in matrix
 
 
 def test_overview_lists_load_errors_omitted_families_and_flags_partial_runs():
