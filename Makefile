@@ -7,6 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 REPORT ?= reports/report.json
 PROFILE ?= ci
+JOBS ?= 2
 
 .PHONY: install suite test site clean
 
@@ -17,10 +18,10 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet ".[docs,dev]"
+	$(BIN)/python -m pip install --quiet ".[docs,dev,thirdparty]"
 
 suite: install
-	$(BIN)/specformer run --profile $(PROFILE) --report $(REPORT); status=$$?; \
+	$(BIN)/specformer run --profile $(PROFILE) --jobs $(JOBS) --report $(REPORT); status=$$?; \
 	SPECFORMER_REPORT=$(REPORT) $(BIN)/mkdocs build --strict --site-dir site && exit $$status
 
 site: install

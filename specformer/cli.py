@@ -289,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run the conformance suite")
     run.add_argument("--impl", action="append", metavar="SPEC",
-                     help="reference | torch-sdpa | torch-mha | module:attr | path/file.py[:attr] (repeatable; "
+                     help=f"{' | '.join(BUILTIN)} | module:attr | path/file.py[:attr] (repeatable; "
                           f"default: {', '.join(DEFAULT_IMPLEMENTATIONS)})")
     run.add_argument("--claims", action="append", metavar="GLOB", help="claim ids to run, e.g. 'masking.*'")
     run.add_argument("--property", action="append", metavar="NAME", help="only this property (topic.function)")

@@ -355,13 +355,17 @@ class PropertyItem(pytest.Item):
         chosen = row_selected(state.row_selectors, self.prop.qualname, spec, self.device, self.dtype) or {}
         seed = state.option("specformer_seed")
         seed = seed if seed is not None else chosen.get("seed")
+        entries = state.deviations_for(spec)
+        listed = any(entry.matches({"claim": self.prop.claim, "property": self.prop.qualname,
+                                    "implementation": impl["name"] if impl else MATH, "device": self.device,
+                                    "dtype": self.dtype}, spec) for entry in entries)
         try:
             row = run_property(
                 self.prop, WorkerBackend(state.pool, impl["spec"]) if impl else None,
                 impl["name"] if impl else MATH, spec, self.device, self.dtype,
                 state.option("specformer_profile"), state.option("specformer_row_timeout"),
-                frozenset(impl["operations"]) if impl else None, seed=seed)
-            row = deviations.apply(row, state.deviations_for(spec), spec,
+                frozenset(impl["operations"]) if impl else None, seed=seed, shrink=not listed)
+            row = deviations.apply(row, entries, spec,
                                    strict=state.option("specformer_strict_deviations"))
         except KeyboardInterrupt:
             raise

@@ -49,6 +49,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
+from hypothesis import Phase, settings
 from hypothesis.errors import FailedHealthCheck, Unsatisfiable
 
 from specformer import devices
@@ -169,12 +170,15 @@ def run_property(
     timeout_s: float | None = 120.0,
     operations: frozenset[str] | None = None,
     seed: int | None = None,
+    shrink: bool = True,
 ) -> RowResult:
     """Run ``prop`` against the implementation behind ``backend``; never raises (but Ctrl-C).
 
     ``backend`` is ``None`` for properties that call no implementation (``math``).
     ``operations`` are those the implementation said it provides when it was loaded.
     ``seed`` fixes the examples of a profile that is not derandomized (default: a fresh seed).
+    ``shrink=False`` reports the first counterexample found, unshrunk (for rows listed as
+    known deviations, whose failure is expected: shrinking them is most of their cost).
     """
     seed = row_seed(profile, seed)
     row = RowResult(prop.claim, prop.qualname, impl_name, device, dtype, prop.expect, "pass", family=prop.family,
@@ -214,7 +218,10 @@ def run_property(
 
     saved_settings, saved_seed = test._hypothesis_internal_use_settings, test._hypothesis_internal_use_seed
     test.hypothesis.inner_test = counted
-    test._hypothesis_internal_use_settings = profile_settings(profile, prop.max_examples)
+    chosen = profile_settings(profile, prop.max_examples)
+    if not shrink:
+        chosen = settings(chosen, phases=[phase for phase in chosen.phases if phase is not Phase.shrink])
+    test._hypothesis_internal_use_settings = chosen
     test._hypothesis_internal_use_seed = seed  # what @seed(...) sets; None keeps derandomize
     try:
         with time_limit(timeout_s if backend is None else None):

@@ -185,3 +185,19 @@ def test_a_run_with_a_deviations_file_passes_and_lists_what_is_fixed(tmp_path: P
                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert strict.returncode == 1, strict.stdout + strict.stderr
     assert "FIXED  masking.causal-no-future" in strict.stdout
+
+
+def test_a_row_run_without_shrinking_still_fails_with_a_counterexample() -> None:
+    """What listed rows get: the first counterexample found, and the same outcome."""
+    from mutants import NO_SCALE
+
+    from specformer.context import LocalBackend
+    from specformer.property import load_properties
+    from specformer.protocol import provided_operations
+    from specformer.runner import run_property
+
+    prop = load_properties()["attention.output_matches_the_formula"]
+    rows = [run_property(prop, LocalBackend(NO_SCALE), "no-scale", "no-scale", "cpu", "float64", "ci", 60,
+                         provided_operations(NO_SCALE), shrink=shrink) for shrink in (True, False)]
+    assert [r.outcome for r in rows] == ["fail", "fail"]
+    assert all(r.counterexample for r in rows)

@@ -1,0 +1,116 @@
+"""``x-transformers`` attention behind the protocol (``Attend`` and ``Attention``).
+
+(The module is not called ``x_transformers``: loaded by file path, its folder goes on
+``sys.path``, and a file of that name would hide the library.)
+
+* ``attention``: ``x_transformers.attend.Attend`` (no flash kernel, dropout 0, eval
+  mode) on one head, ``(..., t, d) -> (N, 1, t, d)``, with its default scale
+  ``d_k^{-1/2}``. The mask is boolean with True = may attend, the protocol's convention;
+  the adapter broadcasts it to ``(N, 1, t_q, t_k)`` because ``Attend`` reads a 2-D mask
+  as a key-padding mask ``(B, t_k)``. ``causal=True`` is passed to ``Attend`` as its own
+  ``causal`` flag, unconverted. The weights are ``Attend``'s intermediates
+  (``post_softmax_attn``).
+* ``multihead_attention``: ``x_transformers.x_transformers.Attention`` with
+  ``dim = d_model``, ``heads = h``, ``dim_head = d_k``, ``value_dim_head = d_v`` and
+  ``project_out=True`` (with one head and ``dim_out = dim`` the module would otherwise
+  drop ``W^O``); ``to_q``, ``to_k``, ``to_v``, ``to_out`` are bias-free ``nn.Linear``
+  layers and get the parameters transposed. Keys from another sequence go in as
+  ``context``. The mask goes in as ``attn_mask`` (True = may attend): ``(t_q, t_k)`` as
+  it is, a 3-D mask with a head axis added, since the module reads a 3-D mask as
+  ``(heads, t_q, t_k)``.
+
+What the library does differently is left for the suite to see: ``Attend`` computes the
+softmax in float32 whatever the input dtype, masks with ``-finfo(dtype).max`` and zeroes
+the output (not the weights) of a fully masked row, and aligns its causal mask to the
+bottom right (query ``i`` sees keys ``j <= i + t_k - t_q``; none for ``t_q = 1``).
+Not applicable: keys different from values (``Attention`` projects both from
+``context``). Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import lru_cache
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from specformer.adapters.hf_common import check_inputs, fresh, import_library, same_sequence, set_linear
+from specformer.protocol import NotApplicable
+from specformer.reference.attention.attention import AttentionOutput
+from specformer.reference.attention.multihead import MultiHeadParams
+
+NAME = "x-transformers"
+#: The release the adapter is written against (the ``thirdparty`` extra pins it).
+X_TRANSFORMERS_VERSION = "2.31.10"
+
+
+def _library(module: str) -> ModuleType:
+    """``x_transformers.<module>``; its import-time ``torch.jit.script`` deprecation warning is not ours to raise."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`torch.jit.script` is deprecated", category=DeprecationWarning)
+        return import_library(f"x_transformers.{module}", "x-transformers", NAME)
+
+
+@lru_cache(maxsize=1)
+def _attend() -> Any:
+    """One ``Attend`` for every call: it has no weights, only settings."""
+    return _library("attend").Attend(heads=1, causal=False, dropout=0.0, flash=False).eval()
+
+
+@lru_cache(maxsize=64)
+def _attention_module(d_model: int, h: int, d_k: int, d_v: int, dtype: torch.dtype, device: torch.device) -> Any:
+    """``Attention`` in ``dtype``; its weights are set per call."""
+    module = _library("x_transformers").Attention(dim=d_model, heads=h, dim_head=d_k, value_dim_head=d_v, causal=False,
+                               dropout=0.0, project_out=True, flash=False)
+    return fresh(module, dtype, device)
+
+
+class XTransformersAttention:
+    """``Attend`` for single-head attention, ``Attention`` for multi-head attention."""
+
+    name = NAME
+
+    def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
+                  *, causal: bool = False) -> AttentionOutput:
+        """One head through ``Attend``; the weights are its ``post_softmax_attn`` intermediates."""
+        if q.dim() < 2 or not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
+            raise ValueError(f"{NAME}: q, k, v must be (..., t, d) with one set of leading axes, got "
+                             f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+        lead, t_q, t_k, d_v = q.shape[:-2], q.shape[-2], k.shape[-2], v.shape[-1]
+        n = 1
+        for size in lead:
+            n *= size
+        flat = [x.reshape(n, 1, x.shape[-2], x.shape[-1]) for x in (q, k, v)]  # (..., t, d) -> (N, 1, t, d)
+        if mask is not None:
+            try:
+                mask = mask.expand(*lead, t_q, t_k).reshape(n, 1, t_q, t_k)  # (..., t_q, t_k) -> (N, 1, t_q, t_k)
+            except RuntimeError:
+                raise ValueError(f"{NAME}: mask of shape {tuple(mask.shape)} does not broadcast to "
+                                 f"{(*lead, t_q, t_k)}") from None
+        with torch.no_grad():
+            output, intermediates = _attend()(*flat, mask=mask, causal=causal)  # (N, 1, t_q, d_v)
+        weights = intermediates.post_softmax_attn  # (N, 1, t_q, t_k)
+        return AttentionOutput(output.reshape(*lead, t_q, d_v), weights.reshape(*lead, t_q, t_k))
+
+    def multihead_attention(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                            params: MultiHeadParams, mask: torch.Tensor | None = None,
+                            *, causal: bool = False) -> torch.Tensor:
+        """``Attention``'s output (``to_out`` included) with the given weights."""
+        d_model, h = params.d_model, params.h
+        check_inputs(query, key, value, d_model)
+        if not same_sequence(key, value):
+            raise NotApplicable("x-transformers' Attention projects keys and values from one context; got key != value")
+        module = _attention_module(d_model, h, params.d_k, params.d_v, query.dtype, query.device)
+        for linear, w in ((module.to_q, params.w_q), (module.to_k, params.w_k), (module.to_v, params.w_v),
+                          (module.to_out, params.w_o)):
+            set_linear(linear, w)
+        if mask is not None and mask.dim() == 3:
+            mask = mask[:, None]  # (B, t_q|1, t_k) -> (B, 1, t_q|1, t_k): the module reads 3-D as (h, t_q, t_k)
+        context = None if same_sequence(query, key) else key
+        with torch.no_grad():
+            return module(query, context=context, attn_mask=mask, causal=causal)  # (B, t_q, d_model)
+
+
+implementation = XTransformersAttention()
