@@ -29,10 +29,13 @@ _COMMON = dict(
                            HealthCheck.differing_executors],
 )
 
+# Every setting that Hypothesis's own CI profile changes is given here explicitly:
+# ``settings(...)`` inherits the *current* default profile, which is that CI profile
+# (derandomized) whenever the ``CI`` variable is set.
 PROFILES: dict[str, settings] = {
-    "quick": settings(max_examples=10, database=None, **_COMMON),
+    "quick": settings(max_examples=10, derandomize=False, database=None, print_blob=False, **_COMMON),
     "ci": settings(max_examples=20, derandomize=True, database=None, print_blob=True, **_COMMON),
-    "thorough": settings(max_examples=400, database=None,
+    "thorough": settings(max_examples=400, derandomize=False, database=None, print_blob=False,
                          **{**_COMMON, "phases": [Phase.reuse, Phase.generate, Phase.target, Phase.shrink]}),
 }
 

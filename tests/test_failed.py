@@ -106,3 +106,17 @@ def test_failed_reruns_exactly_the_failing_rows_with_the_reports_profile(thoroug
     (only,) = rerun["rows"]
     assert {k: only[k] for k in KEYS} == {k: failing[k] for k in KEYS}
     assert [i["spec"] for i in rerun["implementations"]] == ["mutant.py"]
+
+
+def test_the_profiles_do_not_follow_the_ci_variable() -> None:
+    """Hypothesis switches its default profile under CI=true; the suite's profiles must not change."""
+    import os
+
+    code = ("from specformer.profiles import PROFILES; "
+            "print([(n, PROFILES[n].derandomize, PROFILES[n].print_blob) for n in sorted(PROFILES)])")
+    outputs = {ci: subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                  env={**{k: v for k, v in os.environ.items() if k != "CI"},
+                                       **({"CI": "true"} if ci else {})}).stdout
+               for ci in (False, True)}
+    assert outputs[False] == outputs[True], outputs
+    assert "('thorough', False" in outputs[True]
