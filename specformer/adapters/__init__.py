@@ -2,7 +2,9 @@
 
 ``BUILTIN`` maps the short names accepted by ``--impl`` to ``module:attribute``: PyTorch's
 own attention (``torch-sdpa``, ``torch-mha``), the reference, and attention written by
-others (Hugging Face ``transformers``' BERT, GPT-2 and Llama, ``x-transformers``), which
+others (Hugging Face ``transformers``' BERT, GPT-2 and Llama attention, Llama's rotary
+embedding, BLOOM's ALiBi, ``x-transformers``' attention, ALiBi and rotary embedding,
+``rotary-embedding-torch``), which
 need the ``thirdparty`` extra. ``deviations.toml`` beside this module lists the shipped
 adapters' known deviations (:mod:`specformer.deviations`); ``specformer run`` applies it
 to these implementations only.
@@ -18,6 +20,8 @@ BUILTIN: dict[str, str] = {
     "hf-gpt2": "specformer.adapters.hf_gpt2:implementation",
     "hf-llama": "specformer.adapters.hf_llama:implementation",
     "x-transformers": "specformer.adapters.xtransformers_attention:implementation",
+    "hf-bloom": "specformer.adapters.hf_bloom:implementation",
+    "rotary-embedding-torch": "specformer.adapters.rotary_embedding_torch:implementation",
 }
 
 #: The package each third-party adapter needs (installed with the ``thirdparty`` extra).
@@ -26,6 +30,8 @@ THIRD_PARTY: dict[str, str] = {
     "hf-gpt2": "transformers",
     "hf-llama": "transformers",
     "x-transformers": "x_transformers",
+    "hf-bloom": "transformers",
+    "rotary-embedding-torch": "rotary_embedding_torch",
 }
 
 #: What ``specformer run`` checks when no ``--impl`` is given: every built-in implementation

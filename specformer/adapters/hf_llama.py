@@ -22,6 +22,15 @@ keys, computed by the module itself. A query row with every key masked would att
 the concatenated query rows too, so that input is not applicable there. FLOPs counted on
 this path include the key rows' own attention.
 
+* ``rotary``: Llama's rotary position embeddings: ``LlamaRotaryEmbedding`` built from a
+  ``LlamaConfig`` (``head_dim = d``, ``rope_parameters = {"rope_type": "default",
+  "rope_theta": base}``) gives cos/sin for the positions (``position_ids``), and
+  ``apply_rotary_pos_emb`` rotates ``x`` with ``rotate_half``, which pairs features
+  ``(i, i + d/2)``: the ``half`` pairing. ``pairing="interleaved"`` is not applicable.
+  The library computes the angles in float32 whatever the dtype (``inv_freq`` is a float32
+  buffer, the positions are cast with ``.float()``) and casts cos/sin to the dtype of
+  ``x``: in float64 the rotation is accurate to about ``1e-7 m`` radians only.
+
 Not applicable besides: keys different from values, ``d_v != d_k`` (one
 ``head_dim``), and sizes ``LlamaConfig`` refuses (``d_model`` not a multiple of ``h``;
 an odd ``head_dim`` above 4, as RoPE rotates feature pairs); ``d_k`` need not be
@@ -77,8 +86,16 @@ def _attention_module(d_model: int, h: int, d_k: int, dtype: torch.dtype, device
     return fresh(_llama().LlamaAttention(_config(d_model, h, d_k), layer_idx=0), dtype, device)
 
 
+@lru_cache(maxsize=32)
+def _rotary_module(d: int, base: float, device: torch.device) -> Any:
+    """``LlamaRotaryEmbedding`` for heads of width ``d`` and the given base (default RoPE, no scaling)."""
+    config = _config(d, 1, d)
+    config.rope_parameters = {"rope_type": "default", "rope_theta": base}
+    return _llama().LlamaRotaryEmbedding(config).to(device).eval()
+
+
 class HuggingFaceLlama:
-    """Llama's eager attention function and attention module (rotary embeddings as the identity)."""
+    """Llama's eager attention function and attention module (rotary embeddings as the identity), and its RoPE."""
 
     name = NAME
 
@@ -115,6 +132,23 @@ class HuggingFaceLlama:
         with torch.no_grad():
             output, _ = module(hidden, position_embeddings=(cos, sin), attention_mask=bias)  # (B, t, d_model)
         return output[:, :t_q]  # the query's rows: (B, t_q, d_model)
+
+    def rotary(self, x: torch.Tensor, positions: torch.Tensor, *, pairing: str = "interleaved",
+               base: float = 10000.0) -> torch.Tensor:
+        """``apply_rotary_pos_emb`` on ``x (B, t, d)`` as one head, cos/sin from ``LlamaRotaryEmbedding``."""
+        if pairing != "half":
+            raise NotApplicable(f"{NAME}: Llama's rotate_half pairs features (i, i + d/2) only (half); "
+                                f"got pairing={pairing!r}")
+        if x.dim() != 3 or x.shape[-1] % 2:
+            raise ValueError(f"{NAME}: x must be (B, t, d) with d even, got {tuple(x.shape)}")
+        b, t, d = x.shape
+        module = _rotary_module(d, float(base), x.device)
+        position_ids = positions.to(x.device)[None, :].expand(b, t)  # (t,) -> (B, t)
+        heads = x[:, None]  # (B, t, d) -> (B, 1, t, d): one head
+        with torch.no_grad():
+            cos, sin = module(heads, position_ids)  # (B, t, d) each, in x.dtype
+            rotated, _ = _llama().apply_rotary_pos_emb(heads, heads, cos, sin)  # (B, 1, t, d)
+        return rotated[:, 0]  # (B, 1, t, d) -> (B, t, d)
 
 
 def _concatenated(query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None,

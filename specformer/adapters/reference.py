@@ -15,7 +15,7 @@ from specformer.reference.attention.scores import SCORE_FUNCTIONS
 
 
 class ReferenceImplementation:
-    """Attention, multi-head attention and the score functions of the reference."""
+    """Attention, multi-head attention, the score functions and the positional encodings of the reference."""
 
     name = "reference"
 
@@ -36,6 +36,34 @@ class ReferenceImplementation:
         except KeyError:
             raise ValueError(f"unknown score function {kind!r}; known: {sorted(SCORE_FUNCTIONS)}") from None
         return fn(q, k, **params)
+
+
+    # -- the positions family ----------------------------------------------------------
+    def positional_encoding(self, kind: str, positions: torch.Tensor, d_model: int, *, dtype: torch.dtype,
+                            **params: Any) -> torch.Tensor:
+        """:mod:`specformer.reference.positions.sinusoidal` or :mod:`~specformer.reference.positions.bits` by ``kind``."""
+        from specformer.reference.positions.bits import binary_encoding
+        from specformer.reference.positions.sinusoidal import sinusoidal_encoding
+
+        if kind == "sinusoidal":
+            return sinusoidal_encoding(positions, d_model, dtype=dtype, **params)
+        if kind == "binary":
+            return binary_encoding(positions, d_model, dtype=dtype, **params)
+        raise ValueError(f"unknown positional encoding {kind!r}; known: sinusoidal, binary")
+
+    def rotary(self, x: torch.Tensor, positions: torch.Tensor, *, pairing: str = "interleaved",
+               base: float = 10000.0) -> torch.Tensor:
+        """:func:`specformer.reference.positions.rope.rotary_embedding`."""
+        from specformer.reference.positions.rope import rotary_embedding
+
+        return rotary_embedding(x, positions, pairing=pairing, base=base)
+
+    def alibi_bias(self, h: int, t_q: int, t_k: int, *, causal: bool = False, dtype: torch.dtype,
+                   device: str) -> torch.Tensor:
+        """:func:`specformer.reference.positions.alibi.alibi_bias`, the paper's slopes."""
+        from specformer.reference.positions.alibi import alibi_bias
+
+        return alibi_bias(h, t_q, t_k, causal=causal, dtype=dtype, device=device)
 
 
 implementation = ReferenceImplementation()

@@ -24,7 +24,26 @@ softmax in float32 whatever the input dtype, masks with ``-finfo(dtype).max`` an
 the output (not the weights) of a fully masked row, and aligns its causal mask to the
 bottom right (query ``i`` sees keys ``j <= i + t_k - t_q``; none for ``t_q = 1``).
 Not applicable: keys different from values (``Attention`` projects both from
-``context``). Nothing is downloaded.
+``context``).
+
+The positions family:
+
+* ``alibi_bias``: ``x_transformers.x_transformers.AlibiPositionalBias(heads=h)`` called as
+  ``Attention`` calls it, ``(t_q, t_k)``, giving ``-m_k |i - j|`` with the library's slopes.
+  The library places the queries at the *end* of the keys (query ``i`` at position
+  ``i + t_k - t_q``, the key-value-cache convention), and the adapter leaves it so: for
+  ``t_q != t_k`` the rows are shifted against the protocol's top-left alignment.
+  ``causal=True`` sets ``-inf`` where ``Attend``'s own ``create_causal_mask`` masks (also
+  aligned bottom-right); ``Attend`` itself fills ``-finfo(dtype).max / 2`` there when it
+  adds the bias. The slopes are a float32 buffer (``Tensor(list)``) whatever the dtype.
+* ``rotary``: ``RotaryEmbedding(dim=d, base=base)`` and ``apply_rotary_pos_emb``, which
+  rotate interleaved pairs ``(2i, 2i + 1)`` (``rotate_half`` pairs neighbours here);
+  ``pairing="half"`` is not applicable. The module computes its inverse frequencies in
+  float32; for float64 inputs the adapter moves the module to float64, as
+  ``model.double()`` would (the frequencies keep their float32 rounding), for other
+  dtypes it stays in float32, the library's default.
+
+Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -111,6 +130,40 @@ class XTransformersAttention:
         context = None if same_sequence(query, key) else key
         with torch.no_grad():
             return module(query, context=context, attn_mask=mask, causal=causal)  # (B, t_q, d_model)
+
+    # -- the positions family ----------------------------------------------------------
+    def alibi_bias(self, h: int, t_q: int, t_k: int, *, causal: bool = False, dtype: torch.dtype,
+                   device: str) -> torch.Tensor:
+        """``AlibiPositionalBias(h)(t_q, t_k)`` (bottom-right aligned); ``-inf`` where ``Attend`` masks when ``causal``."""
+        for name, value in (("h", h), ("t_q", t_q), ("t_k", t_k)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{NAME}: {name} must be a positive int, got {value!r}")
+        module = _library("x_transformers").AlibiPositionalBias(heads=h, total_heads=h).to(device)
+        with torch.no_grad():
+            bias = module(t_q, t_k).to(dtype)  # (h, t_q, t_k)
+        if causal:
+            masked = _library("attend").create_causal_mask(t_q, t_k, device=bias.device)  # (t_q, t_k), True = masked
+            bias = bias.masked_fill(masked, float("-inf"))
+        return bias
+
+    def rotary(self, x: torch.Tensor, positions: torch.Tensor, *, pairing: str = "interleaved",
+               base: float = 10000.0) -> torch.Tensor:
+        """``apply_rotary_pos_emb(x, RotaryEmbedding(d, base)(positions))`` for ``x (B, t, d)``, interleaved pairs."""
+        if pairing != "interleaved":
+            raise NotApplicable(f"x-transformers' rotate_half rotates interleaved pairs (2i, 2i + 1); "
+                                f"pairing={pairing!r} is not implemented there")
+        if x.dim() != 3 or x.shape[-1] % 2 or positions.shape != (x.shape[1],):
+            raise ValueError(f"{NAME}: rotary needs x (B, t, d) with d even and positions (t,); got x "
+                             f"{tuple(x.shape)}, positions {tuple(positions.shape)}")
+        if x.shape[-1] == 2:  # the constructor computes base_rescale_factor ** (dim / (dim - 2))
+            raise NotApplicable(f"{NAME}: RotaryEmbedding(dim=2) raises ZeroDivisionError (it divides by dim - 2)")
+        library = _library("x_transformers")
+        module = library.RotaryEmbedding(x.shape[-1], base=base).to(x.device)
+        if x.dtype == torch.float64:
+            module = module.double()  # what model.double() does; the frequencies keep their float32 rounding
+        with torch.no_grad():
+            freqs, scale = module(positions)  # (1, t, d) angles, interleaved: (θ_0, θ_0, θ_1, θ_1, ...)
+            return library.apply_rotary_pos_emb(x, freqs, scale)  # (B, t, d), in x's dtype
 
 
 implementation = XTransformersAttention()

@@ -6,13 +6,13 @@ the property needs; a property whose operations are missing is *not applicable*,
 failure, and an implementation that provides none of a family's operations gets no
 rows for that family at all.
 
-Each family declares its operations in its own module (:mod:`.attention`, ...) and
+Each family declares its operations in its own module (:mod:`.attention`, :mod:`.positions`, ...) and
 registers here, in :data:`FAMILIES`; nothing else in this package is family-specific.
 """
 
 from __future__ import annotations
 
-from specformer.protocol import attention
+from specformer.protocol import attention, positions
 from specformer.protocol.attention import (
     AttentionImplementation,
     AttentionOutput,
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 #: Every family, by name. A new family adds its module and one entry here.
-FAMILIES: dict[str, Family] = {family.name: family for family in (attention.FAMILY,)}
+FAMILIES: dict[str, Family] = {family.name: family for family in (attention.FAMILY, positions.FAMILY)}
 
 #: Every operation a property may need, by name.
 OPERATIONS: dict[str, Operation] = {op.method: op for family in FAMILIES.values() for op in family.operations}

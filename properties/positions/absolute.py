@@ -1,0 +1,228 @@
+"""Properties of absolute position encodings other than the sinusoid: learned tables, binary
+codes, and what adding a position vector to the token embeddings does
+(``spec/positions/absolute.md``).
+
+Expected values are written here in float64: the bits of a position (``(pos >> i) & 1``),
+the sinusoidal formula of :mod:`.sinusoidal`, and single-head self-attention
+``softmax(X W_Q (X W_K)^T / sqrt(d)) X W_V``. Implementations are called through
+``ctx.positional_encoding(kind, ...)``. Properties with ``needs=()`` check the web notes'
+(002) learned-embedding code and PyTorch's ``nn.Embedding`` themselves.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from hypothesis import assume, example, given
+from hypothesis import strategies as st
+from torch import nn
+
+from specformer.context import Context
+from specformer.property import claim_property
+
+from . import strategies as sf
+from .sinusoidal import encoding
+
+NEEDS = ("positional_encoding",)
+
+
+def pos(*values: int) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.int64)
+
+
+# -- learned tables (002's code) -----------------------------------------------------------
+
+
+class TransformerEmbedding(nn.Module):
+    """The web notes' (002) learned positional embedding, line for line (float64 tables)."""
+
+    def __init__(self, vocab_size: int, embed_dim: int, max_len: int = 512) -> None:
+        super().__init__()
+        self.token_embedding = nn.Embedding(vocab_size, embed_dim, dtype=torch.float64)
+        self.position_embedding = nn.Embedding(max_len, embed_dim, dtype=torch.float64)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        batch_size, seq_len = tokens.shape
+        token_embeds = self.token_embedding(tokens)
+        positions = torch.arange(seq_len, device=tokens.device).unsqueeze(0)
+        pos_embeds = self.position_embedding(positions)
+        return token_embeds + pos_embeds
+
+
+@st.composite
+def learned_cases(draw: st.DrawFn) -> tuple[int, int, int, torch.Tensor, int]:
+    """``vocab, d, max_len``, tokens ``(B, seq_len)`` with ``seq_len <= max_len``, and a seed."""
+    vocab, d, max_len = draw(st.integers(1, 20)), draw(st.integers(1, 8)), draw(st.integers(1, 64))
+    b, seq_len = draw(st.integers(1, 3)), draw(st.integers(1, max_len))
+    tokens = torch.tensor(draw(st.lists(st.integers(0, vocab - 1), min_size=b * seq_len, max_size=b * seq_len)))
+    return vocab, d, max_len, tokens.reshape(b, seq_len), draw(sf.seeds())  # (B * seq_len,) -> (B, seq_len)
+
+
+@claim_property("absolute.learned-table-length", needs=(), dtypes=("float64",))
+@given(case=learned_cases(), extra=st.integers(1, 64))
+@example(case=(10, 4, 512, torch.zeros(1, 512, dtype=torch.int64), 0), extra=1)
+def a_learned_table_has_no_row_past_its_length(ctx: Context, case, extra) -> None:
+    """002's ``TransformerEmbedding``: sequences up to ``max_len`` work; one of ``max_len + extra``
+    tokens raises ``IndexError`` (``nn.Embedding(max_len, d)`` has rows ``0 .. max_len - 1`` only)."""
+    vocab, d, max_len, tokens, seed = case
+    torch.manual_seed(seed)
+    module = TransformerEmbedding(vocab, d, max_len)
+    shape = tuple(module(tokens).shape)
+    assert shape == (*tokens.shape, d), f"a sequence that fits gives shape {shape}, expected {(*tokens.shape, d)}"
+    longer = torch.zeros(tokens.shape[0], max_len + extra, dtype=torch.int64)
+    try:
+        module(longer)
+    except IndexError as exc:
+        assert "index out of range" in str(exc), f"unexpected IndexError: {exc}"
+    else:
+        raise AssertionError(f"a sequence of {max_len + extra} tokens went through a table of {max_len} positions")
+
+
+@claim_property("absolute.added-to-embeddings", needs=(), dtypes=("float64",))
+@given(case=learned_cases())
+@example(case=(3, 2, 4, torch.tensor([[0, 1, 2], [2, 2, 0]]), 0))
+def the_position_row_is_added_to_every_token_embedding(ctx: Context, case) -> None:
+    """``x[b, t] = E[token[b, t]] + P[t]``: the same position row for every sequence of the batch,
+    the sum of two ``d``-vectors, and ``x[b, t] - P[t]`` gives back the token embedding."""
+    vocab, d, max_len, tokens, seed = case
+    torch.manual_seed(seed)
+    module = TransformerEmbedding(vocab, d, max_len)
+    out = module(tokens).detach()
+    table, positions = module.token_embedding.weight.detach(), module.position_embedding.weight.detach()
+    seq_len = tokens.shape[1]
+    expected = table[tokens] + positions[:seq_len][None]  # (B, seq_len, d) + (1, seq_len, d)
+    ctx.assert_close(out, expected, "TransformerEmbedding(tokens) vs E[token] + P[t]")
+    ctx.assert_close(out - positions[:seq_len][None], table[tokens], "x - P[t] vs E[token]", scale=4)
+
+
+# -- deterministic encodings ---------------------------------------------------------------
+
+
+@claim_property("absolute.deterministic", needs=NEEDS)
+@given(positions=sf.positions(max_position=255), d_model=sf.even_widths(16).filter(lambda d: d >= 8),
+       kind=st.sampled_from(["sinusoidal", "binary"]))
+@example(positions=pos(0, 1, 2, 3), d_model=8, kind="sinusoidal")
+def an_encoding_depends_on_the_position_alone(ctx: Context, positions, d_model, kind) -> None:
+    """The same call twice gives identical encodings, and a position's row is the same alone or
+    among other positions (no parameters, no randomness, no dependence on ``t``)."""
+    first = ctx.positional_encoding(kind, positions, d_model)
+    again = ctx.positional_encoding(kind, positions, d_model)
+    assert torch.equal(first, again), f"two identical {kind} calls disagree by {(first - again).abs().max():.3g}"
+    for j in range(len(positions)):
+        alone = ctx.positional_encoding(kind, positions[j:j + 1], d_model)[0]
+        ctx.assert_close(alone, first[j], f"{kind} row of position {int(positions[j])} alone vs among others")
+
+
+# -- binary encodings ----------------------------------------------------------------------
+
+
+def bits(positions: torch.Tensor, d_model: int) -> torch.Tensor:
+    """``(t, d_model)`` float64 bits, least significant first."""
+    return torch.tensor([[(int(p) >> i) & 1 for i in range(d_model)] for p in positions], dtype=torch.float64)
+
+
+@st.composite
+def binary_cases(draw: st.DrawFn) -> tuple[torch.Tensor, int]:
+    """``d_model`` in 1..40 and positions below ``2**d_model``: all of them when there are at most 256."""
+    d_model = draw(st.integers(1, 40))
+    if 2**d_model <= 256:
+        return torch.arange(2**d_model), d_model
+    values = draw(st.lists(st.integers(0, 2**d_model - 1), min_size=1, max_size=16, unique=True))
+    return torch.tensor(values, dtype=torch.int64), d_model
+
+
+@claim_property("absolute.bits-distinct", needs=NEEDS)
+@given(case=binary_cases())
+@example(case=(torch.arange(8), 3))
+def binary_encodings_are_the_bits_and_distinct_below_two_to_the_d(ctx: Context, case) -> None:
+    """Feature ``i`` of ``pos`` is bit ``i`` (0 or 1); the ``2**d`` positions ``0 .. 2**d - 1`` get
+    pairwise distinct encodings."""
+    positions, d_model = case
+    actual = ctx.positional_encoding("binary", positions, d_model)
+    expected = bits(positions, d_model)
+    assert torch.equal(actual, expected), (
+        f"binary encodings differ from the bits at {tuple(int(i) for i in (actual != expected).nonzero()[0])}, "
+        f"d_model={d_model}")
+    rows = {tuple(r) for r in actual.tolist()}
+    assert len(rows) == len(positions), f"{len(positions)} positions get only {len(rows)} distinct encodings"
+
+
+def linear_residual(before: torch.Tensor, after: torch.Tensor) -> float:
+    """``min_A ||before A - after||_F^2`` (least squares in float64)."""
+    solution = torch.linalg.lstsq(before, after, driver="gelsd").solution
+    return float((before @ solution - after).square().sum())
+
+
+@st.composite
+def shifts(draw: st.DrawFn) -> tuple[int, int]:
+    """``d_model`` in 2..8 and an offset ``k`` in ``1 .. 2**d - 1``."""
+    d_model = draw(st.integers(2, 8))
+    return d_model, draw(st.integers(1, 2**d_model - 1))
+
+
+@claim_property("absolute.bits-not-relative", needs=NEEDS)
+@given(case=shifts())
+@example(case=(3, 1))
+def no_linear_map_shifts_binary_encodings(ctx: Context, case) -> None:
+    """For every offset ``k``, no matrix ``A`` gives ``bits(pos + k) = A bits(pos)`` for all
+    ``pos = 0 .. 2**d - 1 - k``: the least-squares residual is at least ``popcount(k)`` (row
+    ``pos = 0`` alone: ``A 0 = 0 != bits(k)``) and equals the residual of the true bits."""
+    d_model, k = case
+    positions = torch.arange(2**d_model - k)
+    before = ctx.positional_encoding("binary", positions, d_model)
+    after = ctx.positional_encoding("binary", positions + k, d_model)
+    residual = linear_residual(before, after)
+    floor = bin(k).count("1")
+    assert residual >= floor - 1e-9, (
+        f"d_model={d_model}, k={k}: a linear map shifts the encodings with squared residual {residual:.3g} "
+        f"< popcount(k) = {floor}")
+    expected = linear_residual(bits(positions, d_model), bits(positions + k, d_model))
+    assert math.isclose(residual, expected, rel_tol=1e-6, abs_tol=1e-6), (
+        f"d_model={d_model}, k={k}: residual {residual:.6g}, the bits give {expected:.6g}")
+
+
+# -- adding positions breaks permutation equivariance --------------------------------------
+
+
+def self_attention(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """``softmax(X W_Q (X W_K)^T / sqrt(d)) X W_V`` for ``x (t, d)``, ``w (3, d, d)``, float64."""
+    q, k, v = x @ w[0], x @ w[1], x @ w[2]
+    return torch.softmax(q @ k.T / math.sqrt(x.shape[-1]), dim=-1) @ v
+
+
+@st.composite
+def shuffled_sentences(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Token embeddings ``X (t, d)``, projections ``(3, d, d)`` from a seeded normal generator
+    (never degenerate), and a permutation of the ``t`` tokens that moves at least one."""
+    t, d = draw(st.integers(2, 6)), draw(sf.even_widths(8))
+    x = draw(sf.tensors((t, d), 1.0))
+    generator = torch.Generator().manual_seed(draw(sf.seeds()))
+    w = torch.randn(3, d, d, generator=generator, dtype=torch.float64) / math.sqrt(d)
+    perm = draw(sf.permutations_of(t))
+    assume(not torch.equal(perm, torch.arange(t)))
+    return x, w, perm
+
+
+#: A difference smaller than this is not counted as order information (examples skipped).
+VISIBLE = 1e-3
+
+
+@claim_property("absolute.adding-breaks-equivariance", needs=NEEDS)
+@given(case=shuffled_sentences())
+@example(case=(torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64),
+               torch.eye(2, dtype=torch.float64).expand(3, 2, 2).clone(), torch.tensor([1, 0])))
+def adding_positions_makes_self_attention_see_the_order(ctx: Context, case) -> None:
+    """Without positions ``SA(PX) = P SA(X)``; with ``X + PE`` the shuffled sentence's output is no
+    longer the shuffled output: ``SA(PX + PE) != P SA(X + PE)``, by as much as the formula says."""
+    x, w, perm = case
+    t, d = x.shape
+    positions = torch.arange(t)
+    assert torch.allclose(self_attention(x[perm], w), self_attention(x, w)[perm]), "equivariance without positions"
+    formula_pe = encoding(positions, d)
+    gap = (self_attention(x[perm] + formula_pe, w) - self_attention(x + formula_pe, w)[perm]).abs().max().item()
+    assume(gap > VISIBLE)
+    pe = ctx.positional_encoding("sinusoidal", positions, d)
+    got = (self_attention(x[perm] + pe, w) - self_attention(x + pe, w)[perm]).abs().max().item()
+    assert got > gap / 2, (f"with the implementation's encodings added, SA(PX + PE) and P SA(X + PE) differ by "
+                           f"only {got:.3g} (the formula's encodings: {gap:.3g})")

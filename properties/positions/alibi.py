@@ -1,0 +1,415 @@
+"""Properties of ALiBi, attention with linear biases (``spec/positions/alibi.md``).
+
+The implementation's biases come from ``ctx.alibi_bias(h, t_q, t_k, causal=...)`` as
+float64 ``(h, t_q, t_k)``. Expected values are written here, in float64, from the paper:
+the slopes by :func:`paper_slopes` (the geometric sequence, built as a start and a ratio),
+the biases from ``|i - j|`` and ``i - j``. The form properties read each head's slope from
+the implementation's own biases (the slopes' values are checked once, by
+``alibi.fixed-slopes``), so that a wrong form and wrong slopes are told apart:
+
+* from a bias without mask, ``m_k = (B_k[0, 0] - B_k[0, t - 1]) / (t - 1)``;
+* from a causal bias, ``m_k = (B_k[r, r] - B_k[r, 0]) / r`` on the last row ``r``: the
+  slope of the row whatever constant the row carries (BLOOM's bias is ``+m_k j``).
+
+Properties with ``needs=()`` check the mathematics: the softmax's indifference to a
+constant per row, parameter counts of small PyTorch models built here, and how much
+weight the paper's slowest head gives to distances beyond a training length.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from hypothesis import example, given
+from hypothesis import strategies as st
+from torch import nn
+
+from specformer.context import Context, assert_close
+from specformer.properties.tolerances import Tolerance
+from specformer.property import claim_property
+
+from . import strategies as sf
+
+ALIBI = ("alibi_bias",)
+#: Slopes are compared to the paper's to float32 precision in every dtype: which sequence,
+#: not how precisely a library computes it (BLOOM computes them in float32: 6.8e-7 relative
+#: at h = 128; x-transformers stores them as float32: 4.7e-8).
+SLOPE_RTOL = 1e-6
+
+
+def paper_slopes(h: int) -> torch.Tensor:
+    """The paper's slopes ``(h,)`` in float64: the sequence starting at ``2^(-8/n)`` with that
+    ratio for the ``n = 2^floor(log2 h)`` heads, then every other term of the ``2n``-head
+    sequence (its 1st, 3rd, ...) for the remaining ``h - n``."""
+    n = 2 ** math.floor(math.log2(h))
+    start = 2.0 ** (-8.0 / n)
+    slopes = [start * start**k for k in range(n)]
+    start2 = 2.0 ** (-8.0 / (2 * n))
+    slopes += [start2 * start2**k for k in range(2 * n)][0::2][: h - n]
+    return torch.tensor(slopes, dtype=torch.float64)
+
+
+def distances(t_q: int, t_k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``i - j`` as float64 ``(t_q, t_k)`` and the future ``j > i`` (bool), counted from the first row and column."""
+    i = torch.arange(t_q, dtype=torch.float64)[:, None]
+    j = torch.arange(t_k, dtype=torch.float64)[None, :]
+    return i - j, j > i
+
+
+def symmetric_formula(m: torch.Tensor, t_q: int, t_k: int) -> torch.Tensor:
+    """``-m_k |i - j|``: ``(h, t_q, t_k)`` from slopes ``m (h,)``."""
+    signed, _ = distances(t_q, t_k)
+    return 0.0 - m[:, None, None] * signed.abs()  # 0 - x: no -0.0 in messages
+
+
+def causal_formula(m: torch.Tensor, t_q: int, t_k: int) -> torch.Tensor:
+    """The paper's ``-m_k (i - j)`` for ``j <= i``, ``-inf`` above: ``(h, t_q, t_k)``."""
+    signed, future = distances(t_q, t_k)
+    return (0.0 - m[:, None, None] * signed).masked_fill(future, float("-inf"))
+
+
+def slopes_without_mask(bias: torch.Tensor) -> torch.Tensor:
+    """``(B_k[0, 0] - B_k[0, t - 1]) / (t - 1)`` per head; needs ``t_k >= 2``."""
+    t = bias.shape[-1]
+    return (bias[:, 0, 0] - bias[:, 0, t - 1]) / (t - 1)
+
+
+def slopes_of_causal(bias: torch.Tensor) -> torch.Tensor:
+    """``(B_k[r, r] - B_k[r, 0]) / r`` on the last row ``r`` of a square causal bias; needs ``t >= 2``."""
+    r = bias.shape[-1] - 1
+    return (bias[:, r, r] - bias[:, r, 0]) / r
+
+
+def check_mask(bias: torch.Tensor, what: str) -> None:
+    """``-inf`` exactly where ``j > i`` and finite elsewhere."""
+    _, future = distances(bias.shape[-2], bias.shape[-1])
+    wrong = torch.isneginf(bias) != future.expand(bias.shape)
+    if wrong.any():
+        k, i, j = (int(x) for x in wrong.nonzero()[0])
+        raise AssertionError(f"{what}: entry (head {k}, i={i}, j={j}) is {float(bias[k, i, j])!r}; expected "
+                             f"{'-inf (j > i)' if j > i else 'a finite bias (j <= i)'}")
+    finite = bias.masked_select(~future.expand(bias.shape))
+    assert torch.isfinite(finite).all(), f"{what}: a bias at j <= i is not finite"
+
+
+def heads_and_lengths(max_h: int = 8, max_t: int = 8, min_t: int = 1) -> st.SearchStrategy[tuple[int, int]]:
+    """``(h, t)`` for square biases."""
+    return st.tuples(st.integers(1, max_h), st.integers(min_t, max_t))
+
+
+@st.composite
+def unequal_lengths(draw: st.DrawFn, max_t: int = 8) -> tuple[int, int, int]:
+    """``(h, t_q, t_k)`` with ``t_q != t_k``."""
+    h, t_q = draw(st.integers(1, 8)), draw(st.integers(1, max_t))
+    t_k = draw(st.integers(1, max_t).filter(lambda t: t != t_q))
+    return h, t_q, t_k
+
+
+# -- the bias: -m |i - j| ------------------------------------------------------------------
+
+
+@claim_property("alibi.bias-distance", needs=ALIBI)
+@given(case=heads_and_lengths())
+@example(case=(2, 4))
+def the_bias_is_minus_a_positive_slope_times_the_distance(ctx: Context, case) -> None:
+    """Without a mask, ``B_k[i, j] = -m_k |i - j|`` with one slope ``m_k > 0`` per head (so ``B_k`` is symmetric)."""
+    h, t = case
+    bias = ctx.alibi_bias(h, t, t)
+    if t == 1:
+        ctx.assert_close(bias, torch.zeros(h, 1, 1, dtype=torch.float64), "the bias of distance 0")
+        return
+    m = slopes_without_mask(bias)
+    assert (m > 0).all(), (f"the bias grows with the distance in head {int((m <= 0).nonzero()[0])}: B[0, 0] - "
+                           f"B[0, {t - 1}] = {float(m.min() * (t - 1)):.6g} (expected a penalty, -m |i - j| with m > 0)")
+    ctx.assert_close(bias, symmetric_formula(m, t, t), f"B vs -m_k |i - j| with each head's slope, h={h}, t={t}",
+                     scale=t)
+
+
+@claim_property("alibi.bias-distance", needs=ALIBI)
+@given(case=unequal_lengths())
+@example(case=(1, 2, 3))
+def with_t_q_and_t_k_apart_queries_and_keys_count_from_the_first(ctx: Context, case) -> None:
+    """``t_q != t_k`` without a mask: ``B_k[i, j] = -m_k |i - j|`` with ``i``, ``j`` counted from the first
+    query and key (top-left alignment, the protocol's convention); ``m_k`` from a ``2 x 2`` bias."""
+    h, t_q, t_k = case
+    m = slopes_without_mask(ctx.alibi_bias(h, 2, 2))
+    bias = ctx.alibi_bias(h, t_q, t_k)
+    ctx.assert_close(bias, symmetric_formula(m, t_q, t_k), f"B vs -m_k |i - j|, t_q={t_q}, t_k={t_k}",
+                     scale=max(t_q, t_k))
+
+
+# -- the causal bias of the paper ------------------------------------------------------------
+
+
+@claim_property("alibi.causal-bias", needs=ALIBI)
+@given(case=heads_and_lengths())
+@example(case=(8, 4))
+def the_causal_bias_is_minus_the_slope_times_i_minus_j_and_minus_infinity_above(ctx: Context, case) -> None:
+    """``causal=True``: ``B_k[i, j] = -m_k (i - j)`` for ``j <= i`` (the paper's ``m [-(i-1), ..., -1, 0]``
+    for query ``i``, counted from 1) and ``-inf`` for ``j > i``."""
+    h, t = case
+    bias = ctx.alibi_bias(h, t, t, causal=True)
+    check_mask(bias, f"causal bias, h={h}, t={t}")
+    if t == 1:
+        ctx.assert_close(bias, torch.zeros(h, 1, 1, dtype=torch.float64), "the bias of distance 0")
+        return
+    m = slopes_of_causal(bias)
+    assert (m > 0).all(), f"the causal bias does not decrease with the distance (row slope {float(m.min()):.6g})"
+    ctx.assert_close(bias, causal_formula(m, t, t), f"B vs -m_k (i - j) for j <= i, h={h}, t={t}", scale=t)
+
+
+@claim_property("alibi.causal-bias", needs=ALIBI)
+@given(case=unequal_lengths())
+@example(case=(1, 2, 3))
+def the_causal_bias_with_t_q_and_t_k_apart_is_aligned_top_left(ctx: Context, case) -> None:
+    """``causal=True``, ``t_q != t_k``: ``-m_k (i - j)`` for ``j <= i`` and ``-inf`` for ``j > i``, counted
+    from the first query and key; ``m_k`` from a ``2 x 2`` causal bias."""
+    h, t_q, t_k = case
+    m = slopes_of_causal(ctx.alibi_bias(h, 2, 2, causal=True))
+    bias = ctx.alibi_bias(h, t_q, t_k, causal=True)
+    check_mask(bias, f"causal bias, t_q={t_q}, t_k={t_k}")
+    ctx.assert_close(bias, causal_formula(m, t_q, t_k), f"B vs -m_k (i - j), t_q={t_q}, t_k={t_k}",
+                     scale=max(t_q, t_k))
+
+
+# -- under the causal mask, a constant per row changes nothing -------------------------------
+
+#: Causal bias forms ``(i, j, m) -> bias`` that differ by a constant per row: the documents'
+#: distance, the paper's signed distance, BLOOM's ``+m j``, and the paper's plus ``i^2``.
+CAUSAL_FORMS = {
+    "-m|i-j| (003)": lambda i, j, m: -m * (i - j).abs(),
+    "-m(i-j) (paper)": lambda i, j, m: -m * (i - j),
+    "+m j (BLOOM)": lambda i, j, m: m * j,
+    "-m(i-j) + i^2": lambda i, j, m: -m * (i - j) + i**2,
+}
+
+
+def masked_softmax(scores: torch.Tensor, future: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last axis with ``j > i`` at ``-inf``."""
+    return torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+
+
+@claim_property("alibi.causal-forms-agree", needs=(), dtypes=("float64",))
+@given(t=st.integers(2, 8), m=st.floats(1 / 256, 1.0), data=st.data())
+def under_a_causal_mask_forms_that_differ_by_a_row_constant_give_the_same_weights(ctx: Context, t, m, data) -> None:
+    """With ``M_ij = [j <= i]`` every form of :data:`CAUSAL_FORMS` gives the weights of ``-m (i - j)``;
+    without the mask ``-m |i - j|`` and ``+m j`` differ (row 0's ratio ``A_01 / A_00`` by ``e^{2m}``)."""
+    scores = data.draw(sf.tensors((t, t)), label="scaled scores")
+    signed, future = distances(t, t)
+    i, j = torch.arange(t, dtype=torch.float64)[:, None], torch.arange(t, dtype=torch.float64)[None, :]
+    expected = masked_softmax(scores - m * signed, future)
+    for name, form in CAUSAL_FORMS.items():
+        ctx.assert_close(masked_softmax(scores + form(i, j, m), future), expected,
+                         f"causal weights with the bias {name} vs -m(i-j), m={m:.6g}", scale=t)
+    symmetric = torch.softmax(scores - m * signed.abs(), dim=-1)
+    bloom = torch.softmax(scores + m * j, dim=-1)
+    log_ratio = (bloom[0, 1] / bloom[0, 0]).log() - (symmetric[0, 1] / symmetric[0, 0]).log()
+    assert abs(log_ratio.item() - 2 * m) <= 1e-9 * (1 + 2 * m), f"log ratio {log_ratio.item():.9g}, expected 2m"
+
+
+@st.composite
+def heads_lengths_and_scores(draw: st.DrawFn) -> tuple[int, int, torch.Tensor]:
+    """``(h, t, S)`` with scaled scores ``S (h, t, t)`` in ``[-3, 3]``."""
+    h, t = draw(heads_and_lengths())
+    return h, t, draw(sf.tensors((h, t, t)))
+
+
+@claim_property("alibi.causal-forms-agree", needs=ALIBI)
+@given(case=heads_lengths_and_scores())
+@example(case=(2, 3, torch.zeros(2, 3, 3, dtype=torch.float64)))
+def the_implementations_causal_bias_gives_the_papers_attention_weights(ctx: Context, case) -> None:
+    """``softmax(S + B)`` with the implementation's causal bias equals ``softmax(S - m_k (i - j))`` under the
+    causal mask, for scaled scores ``S`` in ``[-3, 3]``: the bias is ALiBi up to a constant per row."""
+    h, t, scores = case
+    bias = ctx.alibi_bias(h, t, t, causal=True)
+    _, future = distances(t, t)
+    weights = torch.softmax(scores + bias, dim=-1)  # (h, t, t); masked entries must be -inf or underflow
+    m = slopes_of_causal(bias) if t > 1 else torch.zeros(h, dtype=torch.float64)
+    ctx.assert_close(weights, masked_softmax(scores + causal_formula(m, t, t), future),
+                     f"softmax(S + B) vs softmax(S - m(i-j)) under the causal mask, h={h}, t={t}", scale=2 * t)
+
+
+# -- the slopes: fixed, not learned ------------------------------------------------------------
+
+
+def implementation_slopes(ctx: Context, h: int, t: int) -> torch.Tensor:
+    """The slopes of the implementation's ``t x t`` causal bias, read on its last row."""
+    return slopes_of_causal(ctx.alibi_bias(h, t, t, causal=True))
+
+
+def slope_tolerance(ctx: Context) -> Tolerance:
+    return Tolerance(max(ctx.tol.rtol, SLOPE_RTOL), 0.0)
+
+
+@claim_property("alibi.fixed-slopes", needs=ALIBI)
+@given(h=st.integers(1, 128), t=st.integers(2, 16))
+@example(h=8, t=2)
+@example(h=3, t=4)
+@example(h=12, t=3)
+def the_slopes_are_the_papers_fixed_geometric_sequence(ctx: Context, h, t) -> None:
+    """The slopes are fixed by ``h``: ``2^(-8k/h)`` for ``h`` a power of 2 (``h = 8``: ``1/2 .. 1/256``) and
+    the paper's interleaving otherwise (``h = 3``: ``1/16, 1/256, 1/4``), at every length."""
+    assert_close(implementation_slopes(ctx, h, t), paper_slopes(h), f"slopes for h={h} heads (read at t={t})",
+                 slope_tolerance(ctx))
+
+
+@claim_property("alibi.fixed-slopes", needs=ALIBI, expect="counterexample")
+@given(h=st.integers(1, 128), t=st.integers(2, 16))
+@example(h=8, t=2)
+def the_slopes_are_learned_coefficients_not_fixed_by_the_number_of_heads_as_written(ctx: Context, h, t) -> None:
+    """As written (003): each head's slope is a learned coefficient, so an implementation's slopes are not
+    the values ``h`` alone determines: some slope differs from the paper's fixed ``2^(-8k/n)`` sequence."""
+    m, fixed = implementation_slopes(ctx, h, t), paper_slopes(h)
+    tol = slope_tolerance(ctx)
+    assert ((m - fixed).abs() > tol.rtol * fixed).any(), (
+        f"h={h}: every slope is the fixed value the number of heads determines: {m.tolist()[:8]}"
+        + ("..." if h > 8 else ""))
+
+
+# -- no position embeddings: count the parameters -----------------------------------------------
+
+
+class LearnedPositions(nn.Module):
+    """A learned table of ``n_max`` positions (GPT-2's ``wpe``)."""
+
+    def __init__(self, n_max: int, d_model: int, h: int) -> None:
+        super().__init__()
+        self.table = nn.Embedding(n_max, d_model, dtype=torch.float64)
+
+
+class SinusoidalPositions(nn.Module):
+    """The sinusoidal table of the original transformer, a buffer computed from the formula."""
+
+    def __init__(self, n_max: int, d_model: int, h: int) -> None:
+        super().__init__()
+        pos = torch.arange(n_max, dtype=torch.float64)[:, None]
+        angle = pos / 10000.0 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (n_max, d/2)
+        table = torch.stack([angle.sin(), angle.cos()], dim=-1).reshape(n_max, d_model)  # (n_max, d/2, 2) -> (n_max, d)
+        self.register_buffer("table", table)
+
+
+class AlibiPositions(nn.Module):
+    """ALiBi's slopes as the paper fixes them: a buffer, nothing to learn."""
+
+    def __init__(self, n_max: int, d_model: int, h: int) -> None:
+        super().__init__()
+        self.register_buffer("slopes", paper_slopes(h))
+
+
+class NoPositions(nn.Module):
+    """No position information at all."""
+
+    def __init__(self, n_max: int, d_model: int, h: int) -> None:
+        super().__init__()
+
+
+#: The position schemes compared, by name.
+POSITION_LAYERS: dict[str, type[nn.Module]] = {
+    "none": NoPositions, "learned": LearnedPositions, "sinusoidal": SinusoidalPositions, "alibi": AlibiPositions,
+}
+
+
+def parameter_count(kind: str, vocab: int, d_model: int, h: int, n_max: int) -> int:
+    """Trainable parameters of a one-layer model: embeddings, the position scheme, attention, the output layer."""
+    model = nn.ModuleDict({
+        "tokens": nn.Embedding(vocab, d_model, dtype=torch.float64),
+        "positions": POSITION_LAYERS[kind](n_max, d_model, h),
+        "attention": nn.MultiheadAttention(d_model, h, dtype=torch.float64),
+        "out": nn.Linear(d_model, vocab, dtype=torch.float64),
+    })
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+@st.composite
+def model_sizes(draw: st.DrawFn) -> tuple[int, int, int, int]:
+    """``(vocab, d_model, h, n_max)`` with ``h`` dividing ``d_model`` (even)."""
+    h = draw(st.integers(1, 8))
+    return draw(st.integers(2, 64)), h * draw(sf.even_widths(8)), h, draw(st.integers(1, 2048))
+
+
+@claim_property("alibi.no-position-embeddings", needs=(), dtypes=("float64",), max_examples=20)
+@given(sizes=model_sizes())
+def alibi_adds_no_parameters_as_sinusoidal_encodings_do_not(ctx: Context, sizes) -> None:
+    """Parameter counts: ALiBi = sinusoidal = no positions; a learned table adds ``n_max d_model``."""
+    vocab, d_model, h, n_max = sizes
+    count = {kind: parameter_count(kind, vocab, d_model, h, n_max) for kind in POSITION_LAYERS}
+    assert count["alibi"] == count["none"] == count["sinusoidal"], f"parameter counts {count}"
+    assert count["learned"] - count["alibi"] == n_max * d_model, (
+        f"learned - ALiBi = {count['learned'] - count['alibi']}, expected n_max d_model = {n_max * d_model}")
+
+
+@claim_property("alibi.no-position-embeddings", needs=(), expect="counterexample", dtypes=("float64",),
+                max_examples=20)
+@given(sizes=model_sizes())
+@example(sizes=(100, 16, 2, 1024))
+def an_alibi_model_is_smaller_than_a_sinusoidal_one_as_written(ctx: Context, sizes) -> None:
+    """As written (003, next to the comparison with sinusoidal): ALiBi needs no position embeddings, so the
+    model is smaller than the same model with sinusoidal encodings."""
+    vocab, d_model, h, n_max = sizes
+    alibi, sinusoidal = (parameter_count(kind, vocab, d_model, h, n_max) for kind in ("alibi", "sinusoidal"))
+    assert alibi < sinusoidal, f"ALiBi {alibi} parameters, sinusoidal {sinusoidal}: not smaller"
+
+
+# -- extrapolation ------------------------------------------------------------------------------
+
+
+@claim_property("alibi.extrapolation", needs=ALIBI)
+@given(case=heads_and_lengths(), longer=st.integers(1, 24), causal=st.booleans())
+@example(case=(8, 16), longer=240, causal=True)
+def the_bias_of_a_short_input_is_the_top_left_block_of_a_longer_ones(ctx: Context, case, longer, causal) -> None:
+    """For ``T > t``, ``B(h, T, T)[:, :t, :t] = B(h, t, t)``: the bias is defined at any length and does not
+    depend on it (nothing is learned per position or per length)."""
+    h, t = case
+    short, long = ctx.alibi_bias(h, t, t, causal=causal), ctx.alibi_bias(h, t + longer, t + longer, causal=causal)
+    block = long[:, :t, :t]
+    assert torch.equal(torch.isneginf(block), torch.isneginf(short)), "the -inf entries differ"
+    finite = torch.isfinite(short)
+    ctx.assert_close(block.masked_fill(~finite, 0.0), short.masked_fill(~finite, 0.0),
+                     f"top-left {t}x{t} block of the bias at length {t + longer} vs the bias at length {t}",
+                     scale=t + longer)
+
+
+def mass_beyond(m: torch.Tensor, trained: int, t: int) -> torch.Tensor:
+    """Weight the last query of a causal sequence of ``t`` keys gives to distances ``>= trained``, per slope,
+    with equal scores, summed directly from the softmax."""
+    d = torch.arange(t, dtype=torch.float64)  # distances 0 .. t-1 from the last query
+    weights = torch.softmax(-m[:, None] * d, dim=-1)  # (h, t)
+    return weights[:, trained:].sum(-1)
+
+
+def mass_beyond_closed_form(m: torch.Tensor, trained: int, t: int) -> torch.Tensor:
+    """The geometric sum: ``(e^{-mL} - e^{-mt}) / (1 - e^{-mt})``."""
+    return (torch.exp(-m * trained) - torch.exp(-m * t)) / -torch.expm1(-m * t)
+
+
+@st.composite
+def extrapolations(draw: st.DrawFn) -> tuple[int, int, int]:
+    """``(h, L, t)``: a training length ``L`` and an input ``1.5 L <= t <= 2 L``."""
+    h, trained = draw(st.integers(1, 16)), draw(st.integers(16, 1024))
+    return h, trained, draw(st.integers(math.ceil(1.5 * trained), 2 * trained))
+
+
+@claim_property("alibi.extrapolation", needs=(), dtypes=("float64",))
+@given(case=extrapolations())
+@example(case=(8, 1024, 2048))
+def the_weight_beyond_the_training_length_is_a_geometric_tail(ctx: Context, case) -> None:
+    """With equal scores, head ``k`` gives distances ``>= L`` the weight ``(e^{-m_k L} - e^{-m_k t}) / (1 - e^{-m_k t})``:
+    negligible for steep heads, about 1.8% for the paper's slowest (``m = 1/256``) at ``L = 1024``, ``t = 2048``."""
+    h, trained, t = case
+    m = paper_slopes(h)
+    ctx.assert_close(mass_beyond(m, trained, t), mass_beyond_closed_form(m, trained, t),
+                     f"weight beyond L={trained} at t={t}, per head", scale=t)
+
+
+@claim_property("alibi.extrapolation", needs=(), expect="counterexample", dtypes=("float64",))
+@given(case=extrapolations())
+@example(case=(8, 1024, 2048))
+def beyond_the_training_length_attention_stays_within_trained_distances_as_written(ctx: Context, case) -> None:
+    """As written: ALiBi extrapolates by itself, i.e. on inputs longer than the training length ``L`` attention
+    keeps to the distances seen in training: keys ``L`` or more away get no weight (equal scores, the paper's slopes)."""
+    h, trained, t = case
+    mass = mass_beyond(paper_slopes(h), trained, t)
+    assert (mass <= ctx.tol.atol).all(), (
+        f"h={h}, L={trained}, t={t}: head {int(mass.argmax()) + 1} (slope {float(paper_slopes(h)[mass.argmax()]):.6g}) "
+        f"gives {float(mass.max()):.4f} of its weight to distances never seen in training")

@@ -1,0 +1,27 @@
+"""Strategies of the positions family: positions, widths and sequences to encode.
+
+Built on the shared :mod:`specformer.properties.strategies` (re-exported here, so a
+property module imports one ``strategies``). Everything is float64 on the CPU; positions
+are ``int64``.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+
+from specformer.properties.strategies import BOUND, bounded_floats, permutations_of, seeds, tensors
+
+__all__ = ["BOUND", "bounded_floats", "permutations_of", "seeds", "tensors", "positions", "even_widths"]
+
+
+@st.composite
+def positions(draw: st.DrawFn, *, max_t: int = 8, max_position: int = 2048, distinct: bool = False) -> torch.Tensor:
+    """A 1-D ``int64`` tensor of ``1..max_t`` positions in ``[0, max_position]`` (distinct if asked)."""
+    values = draw(st.lists(st.integers(0, max_position), min_size=1, max_size=max_t, unique=distinct))
+    return torch.tensor(values, dtype=torch.int64)
+
+
+def even_widths(max_d: int = 16) -> st.SearchStrategy[int]:
+    """Even feature widths ``2..max_d`` (sinusoidal and rotary encodings pair their features)."""
+    return st.integers(1, max_d // 2).map(lambda n: 2 * n)

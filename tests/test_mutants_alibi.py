@@ -1,0 +1,219 @@
+"""Every property of ``properties/positions/alibi.py`` catches at least one wrong implementation.
+
+The mutants are the reference with ``alibi_bias`` broken in one way each. Refutations are
+"caught" by a mutant under which the claim as written is true (learned, random slopes):
+the property then finds no counterexample and the row fails. Properties about the
+mathematics (``needs=()``) run on the pseudo-implementation ``math`` and are caught by a
+monkeypatched mis-statement of what they check.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from conftest import assert_caught, run_row
+from specformer.adapters.reference import ReferenceImplementation
+from specformer.properties.positions import alibi
+from specformer.reference.positions.alibi import alibi_slopes
+
+
+def _grid(t_q: int, t_k: int, device: str | None, offset: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Query positions ``(t_q, 1)`` (shifted by ``offset``) and key positions ``(1, t_k)``, float64."""
+    i = torch.arange(t_q, dtype=torch.float64, device=device)[:, None] + offset
+    j = torch.arange(t_k, dtype=torch.float64, device=device)[None, :]
+    return i, j
+
+
+class _Mutant(ReferenceImplementation):
+    """The reference with ``alibi_bias`` built from :meth:`values` (float64, before the mask)."""
+
+    name = "mutant"
+    masks_diagonal = False
+    keeps_future = False
+    offset_bottom_right = False
+
+    def slopes(self, h: int) -> torch.Tensor:
+        return alibi_slopes(h)
+
+    def values(self, m: torch.Tensor, i: torch.Tensor, j: torch.Tensor, t_k: int) -> torch.Tensor:
+        return -m * (i - j).abs()
+
+    def alibi_bias(self, h: int, t_q: int, t_k: int, *, causal: bool = False, dtype: torch.dtype,
+                   device: str) -> torch.Tensor:
+        i, j = _grid(t_q, t_k, device, offset=t_k - t_q if self.offset_bottom_right else 0)
+        m = self.slopes(h).to(device)[:, None, None]  # (h, 1, 1)
+        bias = self.values(m, i, j, t_k)  # (h, t_q, t_k)
+        if causal and not self.keeps_future:
+            bias = bias.masked_fill(j >= i if self.masks_diagonal else j > i, float("-inf"))
+        return bias.to(dtype)
+
+
+class PositiveSign(_Mutant):
+    name = "alibi-plus-m-distance"
+
+    def values(self, m, i, j, t_k):
+        return m * (i - j).abs()
+
+
+class SignedDistance(_Mutant):
+    name = "alibi-signed-distance"
+
+    def values(self, m, i, j, t_k):
+        return -m * (i - j)
+
+
+class BloomForm(_Mutant):
+    name = "alibi-plus-m-j"
+
+    def values(self, m, i, j, t_k):
+        return m * j + 0 * i
+
+
+class QuadraticDistance(_Mutant):
+    name = "alibi-squared-distance"
+
+    def values(self, m, i, j, t_k):
+        return -m * (i - j) ** 2
+
+
+class LengthNormalised(_Mutant):
+    name = "alibi-distance-over-length"
+
+    def values(self, m, i, j, t_k):
+        return -m * (i - j).abs() * 8 / t_k
+
+
+class BottomRight(_Mutant):
+    name = "alibi-aligned-bottom-right"
+    offset_bottom_right = True
+
+
+class CausalIgnored(_Mutant):
+    name = "alibi-causal-ignored"
+    keeps_future = True
+
+
+class CausalMasksDiagonal(_Mutant):
+    name = "alibi-causal-masks-diagonal"
+    masks_diagonal = True
+
+
+class LearnedSlopes(_Mutant):
+    """Slopes initialised at random, as a learned parameter would be (a fixed seed per number of heads)."""
+
+    name = "alibi-learned-slopes"
+
+    def slopes(self, h):
+        return torch.rand(h, generator=torch.Generator().manual_seed(1000 + h), dtype=torch.float64) + 0.01
+
+
+class PowerOfTwoRuleEverywhere(_Mutant):
+    """``2^(-8k/h)`` for every ``h``, ignoring the paper's rule for other numbers of heads."""
+
+    name = "alibi-slopes-8k-over-h"
+
+    def slopes(self, h):
+        return torch.exp2(-8.0 * torch.arange(1, h + 1, dtype=torch.float64) / h)
+
+
+CASES = [
+    ("alibi.the_bias_is_minus_a_positive_slope_times_the_distance", PositiveSign()),
+    ("alibi.the_bias_is_minus_a_positive_slope_times_the_distance", SignedDistance()),
+    ("alibi.the_bias_is_minus_a_positive_slope_times_the_distance", QuadraticDistance()),
+    ("alibi.with_t_q_and_t_k_apart_queries_and_keys_count_from_the_first", BottomRight()),
+    ("alibi.with_t_q_and_t_k_apart_queries_and_keys_count_from_the_first", SignedDistance()),
+    ("alibi.the_causal_bias_is_minus_the_slope_times_i_minus_j_and_minus_infinity_above", CausalIgnored()),
+    ("alibi.the_causal_bias_is_minus_the_slope_times_i_minus_j_and_minus_infinity_above", CausalMasksDiagonal()),
+    ("alibi.the_causal_bias_is_minus_the_slope_times_i_minus_j_and_minus_infinity_above", BloomForm()),
+    ("alibi.the_causal_bias_is_minus_the_slope_times_i_minus_j_and_minus_infinity_above", QuadraticDistance()),
+    ("alibi.the_causal_bias_with_t_q_and_t_k_apart_is_aligned_top_left", BottomRight()),
+    ("alibi.the_causal_bias_with_t_q_and_t_k_apart_is_aligned_top_left", CausalIgnored()),
+    ("alibi.the_implementations_causal_bias_gives_the_papers_attention_weights", QuadraticDistance()),
+    ("alibi.the_implementations_causal_bias_gives_the_papers_attention_weights", CausalIgnored()),
+    ("alibi.the_implementations_causal_bias_gives_the_papers_attention_weights", CausalMasksDiagonal()),
+    ("alibi.the_slopes_are_the_papers_fixed_geometric_sequence", LearnedSlopes()),
+    ("alibi.the_slopes_are_the_papers_fixed_geometric_sequence", PowerOfTwoRuleEverywhere()),
+    # the claim as written (learned slopes, not fixed by h) is true of randomly initialised slopes
+    ("alibi.the_slopes_are_learned_coefficients_not_fixed_by_the_number_of_heads_as_written", LearnedSlopes()),
+    ("alibi.the_bias_of_a_short_input_is_the_top_left_block_of_a_longer_ones", LengthNormalised()),
+]
+
+MATH = [
+    ("alibi.under_a_causal_mask_forms_that_differ_by_a_row_constant_give_the_same_weights", "pass"),
+    ("alibi.alibi_adds_no_parameters_as_sinusoidal_encodings_do_not", "pass"),
+    ("alibi.an_alibi_model_is_smaller_than_a_sinusoidal_one_as_written", "refuted"),
+    ("alibi.the_weight_beyond_the_training_length_is_a_geometric_tail", "pass"),
+    ("alibi.beyond_the_training_length_attention_stays_within_trained_distances_as_written", "refuted"),
+]
+
+
+@pytest.mark.parametrize(("qualname", "mutant"), CASES, ids=[f"{q.split('.', 1)[1]}-{m.name}" for q, m in CASES])
+def test_property_catches_mutant(qualname: str, mutant: _Mutant) -> None:
+    row = assert_caught(qualname, mutant)
+    assert row.message, "a caught mutant must come with a message"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("qualname", sorted({q for q, _ in CASES}), ids=lambda q: q.split(".", 1)[1])
+def test_the_reference_passes_or_is_refuted(qualname: str, dtype: str, properties) -> None:
+    row = run_row(qualname, ReferenceImplementation(), dtype)
+    expected = "refuted" if properties[qualname].expect == "counterexample" else "pass"
+    assert row.outcome == expected, f"{qualname} in {dtype}: {row.outcome}, {row.message}"
+
+
+@pytest.mark.parametrize(("qualname", "outcome"), MATH, ids=[q.split(".", 1)[1] for q, _ in MATH])
+def test_math_property_has_its_expected_outcome(qualname: str, outcome: str) -> None:
+    row = run_row(qualname, None)
+    assert row.outcome == outcome, f"{qualname}: {row.outcome}, {row.message}"
+
+
+def test_a_form_that_is_not_a_row_shift_changes_the_causal_weights(monkeypatch) -> None:
+    monkeypatch.setitem(alibi.CAUSAL_FORMS, "-m(i-j)^2", lambda i, j, m: -m * (i - j) ** 2)
+    row = run_row("alibi.under_a_causal_mask_forms_that_differ_by_a_row_constant_give_the_same_weights", None)
+    assert row.outcome == "fail", row.message
+
+
+class _LearnedSlopeParameters(nn.Module):
+    def __init__(self, n_max: int, d_model: int, h: int) -> None:
+        super().__init__()
+        self.slopes = nn.Parameter(alibi.paper_slopes(h))
+
+
+def test_learned_slopes_add_parameters(monkeypatch) -> None:
+    monkeypatch.setitem(alibi.POSITION_LAYERS, "alibi", _LearnedSlopeParameters)
+    row = run_row("alibi.alibi_adds_no_parameters_as_sinusoidal_encodings_do_not", None)
+    assert row.outcome == "fail", row.message
+
+
+def test_a_learned_table_in_place_of_sinusoidal_leaves_nothing_to_refute(monkeypatch) -> None:
+    monkeypatch.setitem(alibi.POSITION_LAYERS, "sinusoidal", alibi.LearnedPositions)
+    row = run_row("alibi.an_alibi_model_is_smaller_than_a_sinusoidal_one_as_written", None)
+    assert row.outcome == "fail", row.message
+
+
+def test_a_wrong_tail_formula_is_caught(monkeypatch) -> None:
+    monkeypatch.setattr(alibi, "mass_beyond_closed_form", lambda m, trained, t: torch.exp(-m * trained))
+    row = run_row("alibi.the_weight_beyond_the_training_length_is_a_geometric_tail", None)
+    assert row.outcome == "fail", row.message
+
+
+def test_steep_slopes_leave_the_extrapolation_reading_nothing_to_refute(monkeypatch) -> None:
+    monkeypatch.setattr(alibi, "paper_slopes", lambda h: torch.full((h,), 4.0, dtype=torch.float64))
+    row = run_row("alibi.beyond_the_training_length_attention_stays_within_trained_distances_as_written", None)
+    assert row.outcome == "fail", row.message
+
+
+def test_the_paper_slopes_of_the_property_module() -> None:
+    """The property module's own sequence, written as a start and a ratio, against the paper's numbers."""
+    assert alibi.paper_slopes(8).tolist() == [2.0 ** -k for k in range(1, 9)]
+    assert alibi.paper_slopes(3).tolist() == [1 / 16, 1 / 256, 1 / 4]
+    assert alibi.paper_slopes(1).tolist() == [2.0 ** -8]
+    torch.testing.assert_close(alibi.paper_slopes(12)[8:], torch.exp2(-torch.tensor([1, 3, 5, 7.0]) / 2).double())
+
+
+def test_every_alibi_property_is_covered(properties) -> None:
+    covered = {q for q, _ in CASES} | {q for q, _ in MATH}
+    mine = {q for q, p in properties.items() if p.module == "alibi"}
+    assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
