@@ -29,6 +29,7 @@ import torch
 from hypothesis import reject
 
 from specformer.checked.attention import AttentionCalls
+from specformer.checked.blocks import BlockCalls
 from specformer.checked.positions import PositionCalls
 from specformer.properties.tolerances import DTYPES, Tolerance, tolerance
 from specformer.protocol import NotApplicable
@@ -200,7 +201,7 @@ class ContextBase:
             assert_close(actual, expected, what, tol, reference_error=(reference - expected).abs())
 
 
-class Context(AttentionCalls, PositionCalls, ContextBase):
+class Context(AttentionCalls, PositionCalls, BlockCalls, ContextBase):
     """The context of a property: the shared machinery plus each family's checked calls.
 
     A new family registers by adding its ``checked`` mixin to the bases.

@@ -1,7 +1,7 @@
 """Adapters: the shipped implementations, each exposing the protocol's operations.
 
 ``BUILTIN`` maps the short names accepted by ``--impl`` to ``module:attribute``: PyTorch's
-own attention (``torch-sdpa``, ``torch-mha``), the reference, and attention written by
+own attention (``torch-sdpa``, ``torch-mha``) and building blocks (``torch-nn``), the reference, and attention written by
 others (Hugging Face ``transformers``' BERT, GPT-2 and Llama attention, Llama's rotary
 embedding, BLOOM's ALiBi, ``x-transformers``' attention, ALiBi and rotary embedding,
 ``rotary-embedding-torch``), which
@@ -16,6 +16,7 @@ BUILTIN: dict[str, str] = {
     "reference": "specformer.adapters.reference:implementation",
     "torch-sdpa": "specformer.adapters.torch_sdpa:implementation",
     "torch-mha": "specformer.adapters.torch_mha:implementation",
+    "torch-nn": "specformer.adapters.torch_nn:implementation",
     "hf-bert": "specformer.adapters.hf_bert:implementation",
     "hf-gpt2": "specformer.adapters.hf_gpt2:implementation",
     "hf-llama": "specformer.adapters.hf_llama:implementation",

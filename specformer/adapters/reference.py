@@ -65,5 +65,12 @@ class ReferenceImplementation:
 
         return alibi_bias(h, t_q, t_k, causal=causal, dtype=dtype, device=device)
 
+    # -- the blocks family -------------------------------------------------------------
+    def layer_norm(self, x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, *, eps: float = 1e-5) -> torch.Tensor:
+        """:func:`specformer.reference.blocks.layernorm.layer_norm`."""
+        from specformer.reference.blocks.layernorm import layer_norm
+
+        return layer_norm(x, gamma, beta, eps)
+
 
 implementation = ReferenceImplementation()

@@ -1,0 +1,84 @@
+"""Properties of layer normalisation (``spec/blocks/layernorm.md``).
+
+Expected values are the formula written out here in float64 (mean, biased variance,
+``eps`` inside the square root); invariances compare the implementation with itself.
+Inputs are drawn per token with a spread of at least 0.1, so that ``eps = 1e-5`` stays a
+small correction, except where the claim is about a constant token.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import assume, example, given
+from hypothesis import strategies as st
+
+from specformer.context import Context
+from specformer.property import claim_property
+
+from . import strategies as sf
+
+EPS = 1e-5
+
+
+def layer_norm_formula(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = EPS) -> torch.Tensor:
+    """``gamma (x - mu) / sqrt(var + eps) + beta`` per token, ``var`` divided by ``d`` (float64)."""
+    mu = x.mean(-1, keepdim=True)  # (..., 1)
+    var = ((x - mu) ** 2).sum(-1, keepdim=True) / x.shape[-1]  # (..., 1)
+    return gamma * (x - mu) / (var + eps).sqrt() + beta
+
+
+@st.composite
+def token_batches(draw: st.DrawFn, min_d: int = 2, max_d: int = 8) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``x (B, t, d)`` whose tokens each have a spread >= 0.1, and ``gamma``, ``beta`` ``(d,)``."""
+    b, t, d = draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(min_d, max_d))
+    x = draw(sf.tensors((b, t, d)))
+    assume(bool((x.std(-1, unbiased=False) >= 0.1).all()))
+    return x, draw(sf.tensors((d,), 2.0)), draw(sf.tensors((d,), 2.0))
+
+
+@claim_property("layernorm.formula", needs=("layer_norm",))
+@given(case=token_batches())
+@example(case=(torch.tensor([[[1.0, 3.0]]], dtype=torch.float64), torch.ones(2, dtype=torch.float64),
+               torch.zeros(2, dtype=torch.float64)))
+def layer_norm_is_the_formula_with_the_biased_variance_and_eps_inside_the_root(ctx: Context, case) -> None:
+    """``gamma (x - mu) / sqrt(sigma^2 + eps) + beta`` with ``sigma^2 = mean((x - mu)^2)`` over each token's features."""
+    x, gamma, beta = case
+    ctx.assert_close(ctx.layer_norm(x, gamma, beta, eps=EPS), layer_norm_formula(x, gamma, beta), "LayerNorm(x)",
+                     scale=4)
+
+
+@claim_property("layernorm.per-token", needs=("layer_norm",))
+@given(case=token_batches(), data=st.data())
+def each_token_is_normalised_on_its_own(ctx: Context, case, data) -> None:
+    """Replacing every other token (other positions, other sequences) leaves a token's output unchanged."""
+    x, gamma, beta = case
+    b, t, d = x.shape
+    keep = (data.draw(st.integers(0, b - 1), label="sequence"), data.draw(st.integers(0, t - 1), label="position"))
+    other = data.draw(sf.tensors((b, t, d), 10.0), label="other tokens")
+    x2 = other.clone()
+    x2[keep] = x[keep]
+    out, out2 = ctx.layer_norm(x, gamma, beta, eps=EPS), ctx.layer_norm(x2, gamma, beta, eps=EPS)
+    ctx.assert_close(out2[keep], out[keep], f"output of token {keep} after changing every other token", scale=4)
+
+
+@claim_property("layernorm.standardises", needs=("layer_norm",))
+@given(case=token_batches())
+def before_gamma_and_beta_each_token_has_mean_zero_and_variance_below_one(ctx: Context, case) -> None:
+    """Corrected: with ``gamma = 1, beta = 0`` each token has mean 0 and biased variance ``sigma^2 / (sigma^2 + eps)``."""
+    x, _, _ = case
+    d = x.shape[-1]
+    out = ctx.layer_norm(x, torch.ones(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64), eps=EPS)
+    var = x.var(-1, unbiased=False)  # (B, t)
+    ctx.assert_close(out.mean(-1), torch.zeros_like(var), "mean of each normalised token", scale=4)
+    ctx.assert_close(out.var(-1, unbiased=False), var / (var + EPS), "variance of each normalised token", scale=8)
+
+
+@claim_property("layernorm.standardises", needs=("layer_norm",), expect="counterexample")
+@given(d=st.integers(2, 8), value=st.floats(-3, 3, allow_nan=False), b=st.integers(1, 2))
+@example(d=4, value=1.0, b=1)
+def layer_norm_gives_every_token_unit_variance_as_written(ctx: Context, d, value, b) -> None:
+    """As written: normalising standardises each token to mean 0 and variance 1 (before gamma and beta)."""
+    x = torch.full((b, 1, d), value, dtype=torch.float64)  # a constant token: sigma = 0
+    out = ctx.layer_norm(x, torch.ones(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64), eps=EPS)
+    ctx.assert_close(out.var(-1, unbiased=False), torch.ones(b, 1, dtype=torch.float64),
+                     "variance of a normalised constant token")

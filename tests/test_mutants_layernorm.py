@@ -1,0 +1,66 @@
+"""Every property of ``properties/blocks/layernorm.py`` catches at least one wrong layer normalisation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import assert_caught
+from mutants import Mutant
+
+
+def _norm(dim: int | tuple[int, ...] = -1, unbiased: bool = False, eps_inside: bool = True):
+    def layer_norm(x, gamma, beta, *, eps=1e-5):
+        mu = x.mean(dim=dim, keepdim=True)
+        var = x.var(dim=dim, keepdim=True, unbiased=unbiased)
+        scale = torch.sqrt(var + eps) if eps_inside else torch.sqrt(var) + eps
+        return gamma * (x - mu) / scale + beta
+
+    return layer_norm
+
+
+UNBIASED = Mutant("unbiased-variance", layer_norm=_norm(unbiased=True))
+EPS_OUTSIDE = Mutant("eps-outside-the-root", layer_norm=_norm(eps_inside=False))
+OVER_POSITIONS = Mutant("normalises-over-positions", layer_norm=_norm(dim=(-2, -1)))
+OVER_BATCH = Mutant("batch-norm", layer_norm=_norm(dim=(0, 1)))
+NO_EPS = Mutant("no-eps", layer_norm=lambda x, gamma, beta, *, eps=1e-5: _norm()(x, gamma, beta, eps=0.0))
+
+CASES = [
+    ("layernorm.layer_norm_is_the_formula_with_the_biased_variance_and_eps_inside_the_root", UNBIASED),
+    ("layernorm.layer_norm_is_the_formula_with_the_biased_variance_and_eps_inside_the_root", EPS_OUTSIDE),
+    ("layernorm.layer_norm_is_the_formula_with_the_biased_variance_and_eps_inside_the_root", OVER_POSITIONS),
+    ("layernorm.each_token_is_normalised_on_its_own", OVER_POSITIONS),
+    ("layernorm.each_token_is_normalised_on_its_own", OVER_BATCH),
+    ("layernorm.before_gamma_and_beta_each_token_has_mean_zero_and_variance_below_one", UNBIASED),
+    ("layernorm.before_gamma_and_beta_each_token_has_mean_zero_and_variance_below_one", NO_EPS),
+    # without eps a constant token is 0/0: NaN, not a variance of 1 -- the refutation needs eps to be found;
+    # an implementation that maps a constant token to unit variance hides it
+    ("layernorm.layer_norm_gives_every_token_unit_variance_as_written",
+     Mutant("constant-token-to-unit-variance", layer_norm=lambda x, gamma, beta, *, eps=1e-5: _norm()(
+         x + torch.linspace(-1, 1, x.shape[-1], dtype=x.dtype) * (x.std(-1, keepdim=True) < 1e-9), gamma, beta,
+         eps=0.0))),
+]
+
+
+@pytest.mark.parametrize(("qualname", "mutant"), CASES, ids=[f"{q.split('.', 1)[1]}-{m.name}" for q, m in CASES])
+def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
+    row = assert_caught(qualname, mutant)
+    assert row.message, "a caught mutant must come with a message"
+
+
+def test_every_layernorm_property_is_covered(properties) -> None:
+    covered = {qualname for qualname, _ in CASES}
+    mine = {q for q, p in properties.items() if p.module == "layernorm"}
+    assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
+
+
+def test_the_reference_rejects_bad_input() -> None:
+    from specformer.reference.blocks.layernorm import layer_norm
+
+    x = torch.ones(2, 3)
+    with pytest.raises(ValueError, match="gamma and beta must have shape"):
+        layer_norm(x, torch.ones(2), torch.zeros(3))
+    with pytest.raises(ValueError, match="eps must be positive"):
+        layer_norm(x, torch.ones(3), torch.zeros(3), eps=0.0)
+    with pytest.raises(ValueError, match="non-empty last"):
+        layer_norm(torch.ones(2, 0), torch.ones(0), torch.zeros(0))
