@@ -1,8 +1,9 @@
 """Time ``specformer run --profile ci`` on the CPU, per family and in total.
 
-Usage: ``python benchmarks/suite_time.py [--repeat N] [--impl SPEC]... [--out FILE]``
+Usage: ``python benchmarks/suite_time.py [--repeat N] [--jobs J] [--impl SPEC]... [--out FILE]``
 
-Runs the whole suite in a subprocess (as a user would) ``N`` times and records the wall
+Runs the whole suite in a subprocess (as ``make suite`` does: every shipped implementation
+unless ``--impl`` is given, ``--jobs 2`` unless ``--jobs`` is) ``N`` times and records the wall
 time, plus the per-row durations from the report: the slowest rows and the time per
 topic and per implementation. Results go to ``benchmarks/results/suite_time.json``.
 This is a measurement, never an assertion.
@@ -24,7 +25,7 @@ from collections import defaultdict
 from pathlib import Path
 
 
-def run_once(impls: list[str], profile: str) -> tuple[float, float, dict]:
+def run_once(impls: list[str], profile: str, jobs: int = 2) -> tuple[float, float, dict]:
     """One timed run of the suite; returns (wall seconds, CPU seconds, report).
 
     CPU time (user + system of the child) is the steadier number on a shared machine:
@@ -32,7 +33,8 @@ def run_once(impls: list[str], profile: str) -> tuple[float, float, dict]:
     """
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "specformer.cli", "run", "--profile", profile, "--report", str(report)]
+        cmd = [sys.executable, "-m", "specformer.cli", "run", "--profile", profile, "--jobs", str(jobs),
+               "--report", str(report)]
         for impl in impls:
             cmd += ["--impl", impl]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -49,12 +51,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--impl", action="append")
     parser.add_argument("--profile", default="ci")
+    parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "suite_time.json"))
     args = parser.parse_args()
-    impls = args.impl or ["reference", "torch-sdpa", "torch-mha"]
+    from specformer.adapters import DEFAULT_IMPLEMENTATIONS
+
+    impls = args.impl or []  # none given: the command's own defaults, every shipped implementation
     walls, cpus, report = [], [], {}
     for _ in range(args.repeat):
-        wall, cpu, report = run_once(impls, args.profile)
+        wall, cpu, report = run_once(impls, args.profile, args.jobs)
         walls.append(wall)
         cpus.append(cpu)
         print(f"run: {wall:.1f} s wall, {cpu:.1f} s CPU, {report['summary']['rows']} rows, "
@@ -69,7 +74,8 @@ def main() -> None:
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "torch": report["environment"]["torch"]},
         "profile": args.profile,
-        "implementations": impls,
+        "implementations": impls or list(DEFAULT_IMPLEMENTATIONS),
+        "jobs": args.jobs,
         "rows": report["summary"]["rows"],
         "wall_s": {"runs": [round(w, 2) for w in walls], "median": round(statistics.median(walls), 2),
                    "min": round(min(walls), 2)},

@@ -9,11 +9,14 @@ A deviations file is TOML with one ``[[deviation]]`` table per entry::
     device = "cuda"                       # glob (default: any)
     dtype = ["float16", "bfloat16"]       # a glob or a list of globs (default: any)
     reason = "why it deviates"            # mandatory
+    intermittent = true                   # optional: shows on some examples only
 
 A row matched by an entry whose outcome is not as expected becomes ``known-deviation``
 (it counts as expected and keeps its message and counterexample; the row records the
 reason and its ``original_outcome``). A matched row that passes or is refuted as it
-must becomes ``fixed``: the entry can go. Rows that did not run (``skipped``,
+must becomes ``fixed``: the entry can go; unless the entry is ``intermittent`` (the
+deviation shows on some examples only, e.g. a library's float32 arithmetic against float64
+tolerances), then a conforming row keeps its outcome. Rows that did not run (``skipped``,
 ``not-applicable``) are left as they are.
 
 The shipped adapters' own file, :data:`BUILTIN_FILE`, applies to the built-in
@@ -39,7 +42,7 @@ from specformer.runner import CONFORMING_OUTCOMES, RowResult
 #: The deviations of the shipped adapters, applied to built-in implementations only.
 BUILTIN_FILE = Path(__file__).resolve().parent / "adapters" / "deviations.toml"
 _MATCH_KEYS = ("claim", "property", "implementation", "device", "dtype")
-_KEYS = frozenset({*_MATCH_KEYS, "reason"})
+_KEYS = frozenset({*_MATCH_KEYS, "reason", "intermittent"})
 
 
 class DeviationError(ValueError):
@@ -57,6 +60,7 @@ class Deviation:
     device: tuple[str, ...] = ()
     dtype: tuple[str, ...] = ()
     source: str = ""
+    intermittent: bool = False
 
     def matches(self, row: RowResult | dict[str, Any], impl_spec: str | None = None) -> bool:
         """Whether the row (and the ``--impl`` spec that named its implementation) is listed."""
@@ -103,8 +107,12 @@ def parse(text: str, source: str) -> list[Deviation]:
             raise DeviationError(f"{where}: 'reason' is mandatory and must be a non-empty string")
         if "claim" not in entry and "property" not in entry:
             raise DeviationError(f"{where}: needs a 'claim' or a 'property' glob")
+        intermittent = entry.get("intermittent", False)
+        if not isinstance(intermittent, bool):
+            raise DeviationError(f"{where}: 'intermittent' must be true or false, got {intermittent!r}")
         globs = {key: _globs(entry[key], where, key) for key in _MATCH_KEYS if key in entry}
-        out.append(Deviation(reason=" ".join(reason.split()), source=f"{source}#{number}", **globs))
+        out.append(Deviation(reason=" ".join(reason.split()), source=f"{source}#{number}", intermittent=intermittent,
+                             **globs))
     return out
 
 
@@ -142,7 +150,7 @@ def apply(row: RowResult, entries: Iterable[Deviation], impl_spec: str | None = 
     if row.outcome in ("skipped", "not-applicable"):
         return row
     entry = next((e for e in entries if e.matches(row, impl_spec)), None)
-    if entry is None:
+    if entry is None or (entry.intermittent and row.outcome in CONFORMING_OUTCOMES):
         return row
     row.deviation_reason, row.original_outcome = entry.reason, row.outcome
     row.outcome = "fixed" if row.outcome in CONFORMING_OUTCOMES else "known-deviation"

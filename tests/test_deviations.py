@@ -201,3 +201,16 @@ def test_a_row_run_without_shrinking_still_fails_with_a_counterexample() -> None
                          provided_operations(NO_SCALE), shrink=shrink) for shrink in (True, False)]
     assert [r.outcome for r in rows] == ["fail", "fail"]
     assert all(r.counterexample for r in rows)
+
+
+def test_an_intermittent_entry_relabels_failures_but_leaves_passing_rows_alone() -> None:
+    from specformer.deviations import apply, parse
+    from specformer.runner import RowResult
+
+    entries = parse('[[deviation]]\nclaim = "a.*"\nintermittent = true\nreason = "float32 inside"\n', "x.toml")
+    passing = RowResult("a.b", "a.p", "impl", "cpu", "float64", "hold", "pass")
+    failing = RowResult("a.b", "a.p", "impl", "cpu", "float64", "hold", "fail")
+    assert apply(passing, entries).outcome == "pass"
+    assert apply(failing, entries).outcome == "known-deviation"
+    with pytest.raises(Exception, match="intermittent"):
+        parse('[[deviation]]\nclaim = "a.*"\nintermittent = "yes"\nreason = "r"\n', "x.toml")
