@@ -92,18 +92,13 @@ def additive_mask(mask: torch.Tensor | None, causal: bool, n: int, t_q: int, t_k
                               dtype=dtype, device=device)
 
 
-def one_head_attention(eager: Callable[..., tuple[torch.Tensor, torch.Tensor]], module: nn.Module,
-                       q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-                       causal: bool, scaling: float, adapter: str) -> AttentionOutput:
-    """Run a model's ``eager_attention_forward`` on ``(..., t, d)`` inputs as one head.
-
-    Leading axes are flattened into the batch: ``(..., t, d) -> (N, 1, t, d)``. The eager
-    functions return the output as ``(N, t_q, 1, d_v)`` and the weights as ``(N, 1, t_q, t_k)``.
-    """
+def as_one_head(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+                adapter: str) -> tuple[list[torch.Tensor], torch.Tensor | None, tuple[int, ...]]:
+    """``q, k, v (..., t, d)`` as one head ``(N, 1, t, d)``, the mask as ``(N, t_q, t_k)``, and the leading axes."""
     if q.dim() < 2 or not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
         raise ValueError(f"{adapter}: q, k, v must be (..., t, d) with one set of leading axes, got "
                          f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
-    lead, t_q, t_k, d_v = q.shape[:-2], q.shape[-2], k.shape[-2], v.shape[-1]
+    lead, t_q, t_k = tuple(q.shape[:-2]), q.shape[-2], k.shape[-2]
     n = 1
     for size in lead:
         n *= size
@@ -114,6 +109,19 @@ def one_head_attention(eager: Callable[..., tuple[torch.Tensor, torch.Tensor]], 
         except RuntimeError:
             raise ValueError(f"{adapter}: mask of shape {tuple(mask.shape)} does not broadcast to "
                              f"{(*lead, t_q, t_k)}") from None
+    return flat, mask, lead
+
+
+def one_head_attention(eager: Callable[..., tuple[torch.Tensor, torch.Tensor]], module: nn.Module,
+                       q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+                       causal: bool, scaling: float, adapter: str) -> AttentionOutput:
+    """Run a model's ``eager_attention_forward`` on ``(..., t, d)`` inputs as one head.
+
+    Leading axes are flattened into the batch: ``(..., t, d) -> (N, 1, t, d)``. The eager
+    functions return the output as ``(N, t_q, 1, d_v)`` and the weights as ``(N, 1, t_q, t_k)``.
+    """
+    flat, mask, lead = as_one_head(q, k, v, mask, adapter)
+    n, t_q, t_k, d_v = flat[0].shape[0], q.shape[-2], k.shape[-2], v.shape[-1]
     bias = additive_mask(mask, causal, n, t_q, t_k, q.dtype, q.device, adapter)  # (N, 1, t_q, t_k) or None
     with torch.no_grad():
         output, weights = eager(module, *flat, bias, scaling=scaling, dropout=0.0)

@@ -55,7 +55,7 @@ from typing import Any
 
 import torch
 
-from specformer.adapters.hf_common import check_inputs, fresh, import_library, same_sequence, set_linear
+from specformer.adapters.hf_common import as_one_head, check_inputs, fresh, import_library, same_sequence, set_linear
 from specformer.protocol import NotApplicable
 from specformer.reference.attention.attention import AttentionOutput
 from specformer.reference.attention.multihead import MultiHeadParams
@@ -94,20 +94,10 @@ class XTransformersAttention:
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
                   *, causal: bool = False) -> AttentionOutput:
         """One head through ``Attend``; the weights are its ``post_softmax_attn`` intermediates."""
-        if q.dim() < 2 or not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
-            raise ValueError(f"{NAME}: q, k, v must be (..., t, d) with one set of leading axes, got "
-                             f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
-        lead, t_q, t_k, d_v = q.shape[:-2], q.shape[-2], k.shape[-2], v.shape[-1]
-        n = 1
-        for size in lead:
-            n *= size
-        flat = [x.reshape(n, 1, x.shape[-2], x.shape[-1]) for x in (q, k, v)]  # (..., t, d) -> (N, 1, t, d)
+        flat, mask, lead = as_one_head(q, k, v, mask, NAME)
+        t_q, t_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
         if mask is not None:
-            try:
-                mask = mask.expand(*lead, t_q, t_k).reshape(n, 1, t_q, t_k)  # (..., t_q, t_k) -> (N, 1, t_q, t_k)
-            except RuntimeError:
-                raise ValueError(f"{NAME}: mask of shape {tuple(mask.shape)} does not broadcast to "
-                                 f"{(*lead, t_q, t_k)}") from None
+            mask = mask[:, None]  # (N, t_q, t_k) -> (N, 1, t_q, t_k): Attend reads a 3-D mask as key padding
         with torch.no_grad():
             output, intermediates = _attend()(*flat, mask=mask, causal=causal)  # (N, 1, t_q, d_v)
         weights = intermediates.post_softmax_attn  # (N, 1, t_q, t_k)
