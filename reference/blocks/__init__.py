@@ -1,6 +1,10 @@
 """The blocks family of the reference implementation.
 
-* :mod:`.layernorm` -- layer normalisation over the features of each token.
-
-The feed-forward network, residual sublayers and the encoder and decoder layers follow.
+* :mod:`.layernorm` -- layer normalisation over the features of each token;
+* :mod:`.ffn` -- the position-wise feed-forward network;
+* :mod:`.sublayer` -- residual sublayers, post-norm and pre-norm;
+* :mod:`.attention_sublayer` -- multi-head self- and cross-attention with biased projections;
+* :mod:`.encoder_layer` -- an encoder layer (and, causal, a decoder-only layer);
+* :mod:`.decoder_layer` -- a decoder layer with cross-attention;
+* :mod:`.stack` -- a decoder-only language model, its output layer and a parameter counter.
 """

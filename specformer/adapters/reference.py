@@ -72,5 +72,27 @@ class ReferenceImplementation:
 
         return layer_norm(x, gamma, beta, eps)
 
+    def feed_forward(self, x: torch.Tensor, w_1: torch.Tensor, b_1: torch.Tensor, w_2: torch.Tensor,
+                     b_2: torch.Tensor, *, activation: str = "relu") -> torch.Tensor:
+        """:func:`specformer.reference.blocks.ffn.feed_forward`."""
+        from specformer.reference.blocks.ffn import feed_forward
+
+        return feed_forward(x, w_1, b_1, w_2, b_2, activation)
+
+    def encoder_layer(self, x: torch.Tensor, weights: dict[str, torch.Tensor], *, heads: int, norm_first: bool,
+                      activation: str = "relu", eps: float = 1e-5, causal: bool = False) -> torch.Tensor:
+        """:func:`specformer.reference.blocks.encoder_layer.encoder_layer`."""
+        from specformer.reference.blocks.encoder_layer import encoder_layer
+
+        return encoder_layer(x, weights, heads=heads, norm_first=norm_first, activation=activation, eps=eps,
+                             causal=causal)
+
+    def decoder_layer(self, x: torch.Tensor, memory: torch.Tensor, weights: dict[str, torch.Tensor], *, heads: int,
+                      norm_first: bool, activation: str = "relu", eps: float = 1e-5) -> torch.Tensor:
+        """:func:`specformer.reference.blocks.decoder_layer.decoder_layer`."""
+        from specformer.reference.blocks.decoder_layer import decoder_layer
+
+        return decoder_layer(x, memory, weights, heads=heads, norm_first=norm_first, activation=activation, eps=eps)
+
 
 implementation = ReferenceImplementation()
