@@ -82,10 +82,11 @@ def _params(d_model: int, h: int, d_k: int, d_v: int, seed: int) -> MultiHeadPar
 
 
 # -- operations and agreement with the reference ---------------------------------------------
-#: The operations each adapter documents (the attention pair, plus positions where the library has them).
+#: The operations each adapter documents (the attention pair, plus positions and blocks where the library has them).
+BLOCKS = {"feed_forward", "encoder_layer", "decoder_layer"}  # tests/test_adapters_blocks.py
 OPERATIONS = {
-    "hf-bert": {"attention", "multihead_attention"},
-    "hf-gpt2": {"attention", "multihead_attention"},
+    "hf-bert": {"attention", "multihead_attention"} | BLOCKS,
+    "hf-gpt2": {"attention", "multihead_attention"} | BLOCKS,
     "hf-llama": {"attention", "multihead_attention", "rotary"},
     "x-transformers": {"attention", "multihead_attention", "alibi_bias", "rotary"},
 }

@@ -1,10 +1,65 @@
-"""Strategies of the blocks family: the shared ones (re-exported), for now.
+"""Strategies of the blocks family: the shared ones (re-exported) and layer weights.
 
-Everything is float64 on the CPU.
+Everything is float64 on the CPU. A layer's weights are drawn from a seed that Hypothesis
+draws (dense, no two entries alike, cheap to draw); its shape (``d_model``, heads,
+``d_ff``, batch and length) Hypothesis chooses and shrinks.
 """
 
 from __future__ import annotations
 
-from specformer.properties.strategies import BOUND, bounded_floats, permutations_of, seeds, tensors
+from typing import NamedTuple
 
-__all__ = ["BOUND", "bounded_floats", "permutations_of", "seeds", "tensors"]
+import torch
+from hypothesis import strategies as st
+
+from specformer.properties.strategies import BOUND, bounded_floats, permutations_of, seeds, tensors
+from specformer.protocol.blocks import DECODER_KEYS, ENCODER_KEYS
+
+__all__ = ["BOUND", "LayerCase", "bounded_floats", "layer_cases", "layer_weights", "permutations_of", "seeds",
+           "tensors"]
+
+
+def layer_weights(seed: int, d_model: int, d_ff: int, keys: tuple[str, ...] = ENCODER_KEYS,
+                  gain: float = 1.0) -> dict[str, torch.Tensor]:
+    """Weights for ``keys`` from ``seed``: matrices uniform with variance ``gain^2 / fan_in``,
+    biases in ``[-1/2, 1/2]``, ``gamma`` in ``[1/2, 3/2]``, ``beta`` in ``[-1/2, 1/2]``."""
+    g = torch.Generator().manual_seed(seed)
+
+    def uniform(*shape: int, low: float, high: float) -> torch.Tensor:
+        return low + (high - low) * torch.rand(*shape, generator=g, dtype=torch.float64)
+
+    weights: dict[str, torch.Tensor] = {}
+    for key in keys:
+        if key.startswith("w"):
+            rows, cols = {"w_1": (d_model, d_ff), "w_2": (d_ff, d_model)}.get(key, (d_model, d_model))
+            bound = gain * (3.0 / rows) ** 0.5  # uniform on [-a, a] has variance a^2 / 3
+            weights[key] = uniform(rows, cols, low=-bound, high=bound)
+        elif key.startswith("gamma"):
+            weights[key] = uniform(d_model, low=0.5, high=1.5)
+        else:
+            weights[key] = uniform(d_ff if key == "b_1" else d_model, low=-0.5, high=0.5)
+    return weights
+
+
+class LayerCase(NamedTuple):
+    """An input ``x (B, t, d_model)``, a memory ``(B, s, d_model)``, weights, and the number of heads."""
+
+    x: torch.Tensor
+    memory: torch.Tensor
+    weights: dict[str, torch.Tensor]
+    heads: int
+
+
+@st.composite
+def layer_cases(draw: st.DrawFn, decoder: bool = False, max_t: int = 5, min_t: int = 1) -> LayerCase:
+    """A layer of width ``d_model = heads * d_k`` (2 to 8), ``d_ff`` 1 to 16, inputs in ``[-2, 2]``."""
+    heads = draw(st.integers(1, 2), label="heads")
+    d_model = heads * draw(st.integers(1 if heads > 1 else 2, 4), label="d_k")
+    d_ff = draw(st.integers(1, 16), label="d_ff")
+    b, t, s = draw(st.integers(1, 2)), draw(st.integers(min_t, max_t)), draw(st.integers(1, 4))
+    seed = draw(seeds(), label="seed")
+    g = torch.Generator().manual_seed(seed)
+    x = 4 * torch.rand(b, t, d_model, generator=g, dtype=torch.float64) - 2  # (B, t, d_model) in [-2, 2]
+    memory = 4 * torch.rand(b, s, d_model, generator=g, dtype=torch.float64) - 2  # (B, s, d_model)
+    weights = layer_weights(seed + 1, d_model, d_ff, DECODER_KEYS if decoder else ENCODER_KEYS)
+    return LayerCase(x, memory, weights, heads)

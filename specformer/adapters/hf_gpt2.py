@@ -1,4 +1,6 @@
-"""GPT-2's eager attention from Hugging Face ``transformers`` behind the protocol.
+"""GPT-2's eager attention and its block from Hugging Face ``transformers`` behind the protocol.
+
+Attention family:
 
 * ``attention``: ``transformers.models.gpt2.modeling_gpt2.eager_attention_forward`` on
   one head, with the scale ``GPT2Attention`` computes for a head of width ``d_k``
@@ -19,7 +21,37 @@ built by ``GPT2Model``. The adapter therefore passes the protocol's mask, so the
 is checked as the general multi-head attention the documents describe, and takes the
 model's causal mask when asked (``causal=True``, as :mod:`.torch_mha` accepts it).
 
-Not applicable: ``d_k != d_model / h`` or ``d_v != d_k``, and keys different from values.
+Blocks family (modules built from the same ``GPT2Config`` with ``n_inner = d_ff``,
+``layer_norm_epsilon = eps`` and ``activation_function`` as below, in eval mode under
+``torch.no_grad``; cached per configuration, dtype and device, with every weight and
+bias set on each call; the ``Conv1D`` weights take the protocol's matrices as they are):
+
+* ``feed_forward``: ``GPT2MLP``: ``c_fc`` = ``w_1, b_1``, the activation, ``c_proj`` =
+  ``w_2, b_2`` (its dropout is off).
+* ``encoder_layer``: ``GPT2Block``, pre-norm only: ``ln_1`` = ``gamma_1, beta_1``, then
+  ``attn`` (``c_attn`` = ``[w_q | w_k | w_v]`` with ``[b_q | b_k | b_v]``, ``c_proj`` =
+  ``w_o, b_o``), ``ln_2`` = ``gamma_2, beta_2``, then ``mlp``:
+  ``y = x + SA(LN_1(x))``, ``out = y + FFN(LN_2(y))``. The block builds no mask of its
+  own (``GPT2Model`` does): ``causal=True`` passes the library's causal additive mask
+  (:func:`.hf_common.additive_mask`), ``causal=False`` passes none and the block's
+  self-attention is then bidirectional (checked in ``tests/test_adapters_blocks.py``).
+* ``decoder_layer``: ``GPT2Block`` with ``add_cross_attention=True``, pre-norm only,
+  with the causal mask as above: ``ln_1`` + ``attn`` (``gamma_1``, self-attention),
+  ``ln_cross_attn`` + ``crossattention`` (``gamma_2, beta_2``; ``q_attn`` = ``wc_q, bc_q``,
+  ``c_attn`` = ``[wc_k | wc_v]`` with ``[bc_k | bc_v]``, ``c_proj`` = ``wc_o, bc_o``;
+  no ``encoder_attention_mask``: unmasked), ``ln_2`` + ``mlp`` (``gamma_3, beta_3``). This
+  is the protocol's pre-norm decoder layer, ``z = y + CA(LN_2(y), memory)``,
+  ``out = z + FFN(LN_3(z))``, the memory used as given.
+
+Activations: the protocol's ``relu``, ``gelu`` (exact, erf) and ``gelu_tanh`` are
+``activation_function`` ``"relu"``, ``"gelu"`` (``torch.nn.functional.gelu``) and
+``"gelu_new"`` (GPT-2's default, the tanh formula); checked against the formulas
+numerically.
+
+Not applicable: ``d_k != d_model / h`` or ``d_v != d_k``, keys different from values,
+an activation outside the three above, and ``norm_first=False`` for the layers
+(``GPT2Block`` normalises each sublayer's input; ``GPT2Config`` has no post-norm
+setting). Nothing is downloaded: weights are the caller's.
 """
 
 from __future__ import annotations
@@ -40,10 +72,17 @@ from specformer.adapters.hf_common import (
     transformers_module,
 )
 from specformer.protocol import NotApplicable
+from specformer.protocol.blocks import DECODER_KEYS, ENCODER_KEYS
 from specformer.reference.attention.attention import AttentionOutput
 from specformer.reference.attention.multihead import MultiHeadParams
+from specformer.reference.blocks.encoder_layer import check_weights
 
 NAME = "hf-gpt2"
+
+#: The protocol's activations by their ``activation_function`` names in ``transformers.activations.ACT2FN``.
+ACTIVATION_FUNCTION = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_new"}
+
+_FFN_KEYS = ("w_1", "b_1", "w_2", "b_2")
 
 
 def _gpt2() -> Any:
@@ -69,6 +108,75 @@ def _attention_module(d_model: int, h: int, cross: bool, dtype: torch.dtype, dev
     return fresh(module, dtype, device)
 
 
+def _activation_function(activation: str) -> str:
+    """GPT-2's ``activation_function`` for a protocol activation; NotApplicable for others."""
+    if activation not in ACTIVATION_FUNCTION:
+        raise NotApplicable(f"GPT-2's activation_function offers the protocol's {', '.join(ACTIVATION_FUNCTION)} "
+                            f"(as {', '.join(ACTIVATION_FUNCTION.values())}), not {activation!r}")
+    return ACTIVATION_FUNCTION[activation]
+
+
+def _pre_norm_only(norm_first: bool) -> None:
+    if not norm_first:
+        raise NotApplicable("GPT2Block is pre-norm only (x + sublayer(ln(x)) for ln_1, ln_cross_attn and ln_2); "
+                            "GPT2Config has no post-norm (norm_first=False) setting")
+
+
+def _heads(d_model: int, heads: int) -> None:
+    if heads < 1 or d_model % heads:
+        raise ValueError(f"heads={heads} must be >= 1 and divide d_model={d_model}")
+
+
+def _block_config(d_model: int, heads: int, d_ff: int, activation_function: str, eps: float, cross: bool) -> Any:
+    return eager_config(_gpt2().GPT2Config, n_embd=d_model, n_head=heads, n_inner=d_ff,
+                        activation_function=activation_function, layer_norm_epsilon=eps, add_cross_attention=cross,
+                        attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0, scale_attn_weights=True,
+                        scale_attn_by_inverse_layer_idx=False, reorder_and_upcast_attn=False)
+
+
+@lru_cache(maxsize=64)
+def _mlp_module(d_model: int, d_ff: int, activation_function: str, dtype: torch.dtype, device: torch.device) -> Any:
+    """``GPT2MLP(d_ff)`` in ``dtype``; its weights are set per call."""
+    config = _block_config(d_model, 1, d_ff, activation_function, 1e-5, False)
+    return fresh(_gpt2().GPT2MLP(d_ff, config), dtype, device)
+
+
+@lru_cache(maxsize=64)
+def _block_module(d_model: int, heads: int, d_ff: int, activation_function: str, eps: float, cross: bool,
+                  dtype: torch.dtype, device: torch.device) -> Any:
+    """``GPT2Block`` (with cross-attention when ``cross``) in ``dtype``; its weights are set per call."""
+    config = _block_config(d_model, heads, d_ff, activation_function, eps, cross)
+    return fresh(_gpt2().GPT2Block(config, layer_idx=0), dtype, device)
+
+
+def _set_affine(conv: Any, weights: tuple[torch.Tensor, ...], biases: tuple[torch.Tensor, ...]) -> None:
+    """``conv(x) == x @ [W_1 | W_2 ...] + [b_1 | b_2 ...]``: ``Conv1D`` keeps ``(in, out)`` weights as given."""
+    conv.weight.copy_(torch.cat(weights, dim=1))  # n blocks (in, out) -> (in, n * out)
+    conv.bias.copy_(torch.cat(biases))  # n blocks (out,) -> (n * out,)
+
+
+def _set_norm(norm: Any, gamma: torch.Tensor, beta: torch.Tensor) -> None:
+    norm.weight.copy_(gamma)
+    norm.bias.copy_(beta)
+
+
+def _set_block(block: Any, w: dict[str, torch.Tensor], cross: bool) -> None:
+    """Load a layer's weight dictionary into a ``GPT2Block`` (see the module docstring for the mapping)."""
+    _set_norm(block.ln_1, w["gamma_1"], w["beta_1"])
+    _set_affine(block.attn.c_attn, (w["w_q"], w["w_k"], w["w_v"]), (w["b_q"], w["b_k"], w["b_v"]))
+    _set_affine(block.attn.c_proj, (w["w_o"],), (w["b_o"],))
+    if cross:
+        _set_norm(block.ln_cross_attn, w["gamma_2"], w["beta_2"])
+        _set_affine(block.crossattention.q_attn, (w["wc_q"],), (w["bc_q"],))
+        _set_affine(block.crossattention.c_attn, (w["wc_k"], w["wc_v"]), (w["bc_k"], w["bc_v"]))
+        _set_affine(block.crossattention.c_proj, (w["wc_o"],), (w["bc_o"],))
+        _set_norm(block.ln_2, w["gamma_3"], w["beta_3"])
+    else:
+        _set_norm(block.ln_2, w["gamma_2"], w["beta_2"])
+    _set_affine(block.mlp.c_fc, (w["w_1"],), (w["b_1"],))
+    _set_affine(block.mlp.c_proj, (w["w_2"],), (w["b_2"],))
+
+
 def _set_conv1d(conv: Any, *blocks: torch.Tensor) -> None:
     """``Conv1D`` computes ``x @ weight + bias`` with ``weight`` ``(in, out)``: the blocks side by side."""
     with torch.no_grad():
@@ -77,7 +185,7 @@ def _set_conv1d(conv: Any, *blocks: torch.Tensor) -> None:
 
 
 class HuggingFaceGPT2:
-    """GPT-2's eager attention function and attention module."""
+    """GPT-2's eager attention function, attention module, MLP and block."""
 
     name = NAME
 
@@ -112,6 +220,48 @@ class HuggingFaceGPT2:
             else:
                 output, _ = module(query, attention_mask=bias)
         return output  # (B, t_q, d_model)
+
+    def feed_forward(self, x: torch.Tensor, w_1: torch.Tensor, b_1: torch.Tensor, w_2: torch.Tensor,
+                     b_2: torch.Tensor, *, activation: str = "relu") -> torch.Tensor:
+        """``GPT2MLP`` holding ``w_1 ... b_2``: ``c_proj(act(c_fc(x)))``."""
+        activation_function = _activation_function(activation)
+        weights = dict(zip(_FFN_KEYS, (w_1, b_1, w_2, b_2)))
+        d_ff = check_weights(x, weights, _FFN_KEYS)
+        mlp = _mlp_module(x.shape[-1], d_ff, activation_function, x.dtype, x.device)
+        with torch.no_grad():
+            _set_affine(mlp.c_fc, (w_1,), (b_1,))
+            _set_affine(mlp.c_proj, (w_2,), (b_2,))
+            return mlp(x)  # (B, t, d_model) -> (B, t, d_ff) -> (B, t, d_model)
+
+    def encoder_layer(self, x: torch.Tensor, weights: dict[str, torch.Tensor], *, heads: int, norm_first: bool,
+                      activation: str = "relu", eps: float = 1e-5, causal: bool = False) -> torch.Tensor:
+        """``GPT2Block`` holding ``weights`` (pre-norm); the library's causal mask when ``causal``, else none."""
+        _pre_norm_only(norm_first)
+        activation_function = _activation_function(activation)
+        d_ff = check_weights(x, weights, ENCODER_KEYS)
+        b, t, d_model = x.shape
+        _heads(d_model, heads)
+        block = _block_module(d_model, heads, d_ff, activation_function, eps, False, x.dtype, x.device)
+        bias = additive_mask(None, causal, b, t, t, x.dtype, x.device, NAME)  # (B, 1, t, t), or None
+        with torch.no_grad():
+            _set_block(block, weights, cross=False)
+            return block(x, attention_mask=bias)  # (B, t, d_model)
+
+    def decoder_layer(self, x: torch.Tensor, memory: torch.Tensor, weights: dict[str, torch.Tensor], *, heads: int,
+                      norm_first: bool, activation: str = "relu", eps: float = 1e-5) -> torch.Tensor:
+        """``GPT2Block`` with cross-attention holding ``weights`` (pre-norm), the library's causal mask."""
+        _pre_norm_only(norm_first)
+        activation_function = _activation_function(activation)
+        d_ff = check_weights(x, weights, DECODER_KEYS)
+        b, t, d_model = x.shape
+        if memory.dim() != 3 or memory.shape[0] != b or memory.shape[-1] != d_model:
+            raise ValueError(f"memory must be (B={b}, s, d_model={d_model}), got {tuple(memory.shape)}")
+        _heads(d_model, heads)
+        block = _block_module(d_model, heads, d_ff, activation_function, eps, True, x.dtype, x.device)
+        bias = additive_mask(None, True, b, t, t, x.dtype, x.device, NAME)  # (B, 1, t, t)
+        with torch.no_grad():
+            _set_block(block, weights, cross=True)
+            return block(x, attention_mask=bias, encoder_hidden_states=memory)  # (B, t, d_model)
 
 
 implementation = HuggingFaceGPT2()
