@@ -1,0 +1,146 @@
+"""Properties of the encoder layer: residual sublayers, post-norm and pre-norm (``spec/blocks/encoder.md``).
+
+Expected values are the layer written out here in float64 from the reference's parts
+(multi-head attention with biases, the feed-forward network, layer normalisation); the
+residual property compares the implementation with the identity and with two norms.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from specformer.context import Context
+from specformer.property import claim_property
+from specformer.reference.blocks.attention_sublayer import multi_head
+from specformer.reference.blocks.ffn import feed_forward
+from specformer.reference.blocks.layernorm import layer_norm
+
+from . import strategies as sf
+
+EPS = 1e-5
+
+
+def _sublayers(w: dict[str, torch.Tensor], heads: int, activation: str, causal: bool):
+    def attention(h: torch.Tensor) -> torch.Tensor:
+        return multi_head(h, h, w, heads=heads, causal=causal)
+
+    def ffn(h: torch.Tensor) -> torch.Tensor:
+        return feed_forward(h, w["w_1"], w["b_1"], w["w_2"], w["b_2"], activation)
+
+    def norm(h: torch.Tensor, i: int) -> torch.Tensor:
+        return layer_norm(h, w[f"gamma_{i}"], w[f"beta_{i}"], EPS)
+
+    return attention, ffn, norm
+
+
+def post_norm_layer(x, w, heads, activation="relu", causal=False) -> torch.Tensor:
+    """``y = LN_1(x + SA(x))``, ``LN_2(y + FFN(y))``."""
+    attention, ffn, norm = _sublayers(w, heads, activation, causal)
+    y = norm(x + attention(x), 1)
+    return norm(y + ffn(y), 2)
+
+
+def pre_norm_layer(x, w, heads, activation="relu", causal=False) -> torch.Tensor:
+    """``y = x + SA(LN_1(x))``, ``y + FFN(LN_2(y))``."""
+    attention, ffn, norm = _sublayers(w, heads, activation, causal)
+    y = x + attention(norm(x, 1))
+    return y + ffn(norm(y, 2))
+
+
+def one_norm_layer(x, w, heads, activation="relu", causal=False) -> torch.Tensor:
+    """001's flowchart read literally: self-attention, feed-forward, one Add & LayerNorm: ``LN(x + FFN(SA(x)))``."""
+    attention, ffn, norm = _sublayers(w, heads, activation, causal)
+    return norm(x + ffn(attention(x)), 2)
+
+
+def _same_dtype(layer, case: sf.LayerCase, activation: str, causal: bool):
+    def compute(dtype: torch.dtype) -> torch.Tensor:
+        return layer(case.x.to(dtype), {k: v.to(dtype) for k, v in case.weights.items()}, case.heads, activation,
+                     causal)
+
+    return compute
+
+
+activations = st.sampled_from(("relu", "gelu", "gelu_tanh"))
+
+
+@claim_property("encoder.post-norm", needs=("encoder_layer",))
+@given(case=sf.layer_cases(), activation=activations, causal=st.booleans())
+def the_post_norm_layer_adds_then_normalises_after_each_sublayer(ctx: Context, case, activation, causal) -> None:
+    """``norm_first=False``: ``y = LN_1(x + MultiHead(x)),\\ out = LN_2(y + FFN(y))``."""
+    out = ctx.encoder_layer(case.x, case.weights, heads=case.heads, norm_first=False, activation=activation,
+                            eps=EPS, causal=causal)
+    ctx.assert_close(out, post_norm_layer(case.x, case.weights, case.heads, activation, causal),
+                     f"post-norm layer ({activation}{', causal' if causal else ''})", scale=16,
+                     same_dtype=_same_dtype(post_norm_layer, case, activation, causal))
+
+
+@claim_property("encoder.pre-norm", needs=("encoder_layer",))
+@given(case=sf.layer_cases(), activation=activations, causal=st.booleans())
+def the_pre_norm_layer_normalises_each_sublayers_input(ctx: Context, case, activation, causal) -> None:
+    """``norm_first=True``: ``y = x + MultiHead(LN_1(x)),\\ out = y + FFN(LN_2(y))``."""
+    out = ctx.encoder_layer(case.x, case.weights, heads=case.heads, norm_first=True, activation=activation,
+                            eps=EPS, causal=causal)
+    ctx.assert_close(out, pre_norm_layer(case.x, case.weights, case.heads, activation, causal),
+                     f"pre-norm layer ({activation}{', causal' if causal else ''})", scale=16,
+                     same_dtype=_same_dtype(pre_norm_layer, case, activation, causal))
+
+
+def _silenced(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The weights with both sublayers' output maps zeroed: ``SA = 0`` and ``FFN = 0``."""
+    quiet = dict(weights)
+    for key in ("w_o", "b_o", "w_2", "b_2"):
+        quiet[key] = torch.zeros_like(weights[key])
+    return quiet
+
+
+@claim_property("encoder.residual", needs=("encoder_layer",))
+@given(case=sf.layer_cases(), norm_first=st.booleans())
+def with_silent_sublayers_only_the_residual_path_is_left(ctx: Context, case, norm_first) -> None:
+    """With ``SA = FFN = 0`` the residual path alone remains: a pre-norm layer is the identity,
+    a post-norm layer is ``LN_2(LN_1(x))``."""
+    w = _silenced(case.weights)
+    out = ctx.encoder_layer(case.x, w, heads=case.heads, norm_first=norm_first, eps=EPS)
+    if norm_first:
+        ctx.assert_close(out, case.x, "pre-norm layer with silent sublayers (the identity)", scale=4)
+    else:
+        expected = layer_norm(layer_norm(case.x, w["gamma_1"], w["beta_1"], EPS), w["gamma_2"], w["beta_2"], EPS)
+        ctx.assert_close(out, expected, "post-norm layer with silent sublayers, LN_2(LN_1(x))", scale=16)
+
+
+@claim_property("encoder.sublayer-order", needs=("encoder_layer",))
+@given(case=sf.layer_cases())
+def attention_has_its_own_add_and_norm_before_the_feed_forward_network(ctx: Context, case) -> None:
+    """Corrected: with the feed-forward network silenced, a post-norm layer is ``LN_2(LN_1(x + SA(x)))``:
+    the attention sublayer is added and normalised before the network sees it."""
+    w = dict(case.weights, w_2=torch.zeros_like(case.weights["w_2"]), b_2=torch.zeros_like(case.weights["b_2"]))
+    out = ctx.encoder_layer(case.x, w, heads=case.heads, norm_first=False, eps=EPS)
+    attention, _, norm = _sublayers(w, case.heads, "relu", False)
+    ctx.assert_close(out, norm(norm(case.x + attention(case.x), 1), 2), "post-norm layer with FFN = 0", scale=16)
+
+
+@claim_property("encoder.sublayer-order", needs=("encoder_layer",), expect="counterexample")
+@given(case=sf.layer_cases())
+def one_add_and_norm_after_the_feed_forward_network_as_drawn(ctx: Context, case) -> None:
+    """As drawn in 001's flowchart: the layer is ``LN(x + FFN(SA(x)))``, one Add & LayerNorm."""
+    out = ctx.encoder_layer(case.x, case.weights, heads=case.heads, norm_first=False, eps=EPS)
+    ctx.assert_close(out, one_norm_layer(case.x, case.weights, case.heads), "layer as LN(x + FFN(SA(x)))", scale=16)
+
+
+@claim_property("encoder.stack-depth", needs=(), dtypes=("float64",), max_examples=1)
+@given(st.just(None))
+def the_original_stack_has_six_layers_and_bert_base_twelve(ctx: Context, _) -> None:
+    """``torch.nn.Transformer()`` stacks 6 encoder and 6 decoder layers; ``BertConfig()`` 12 layers."""
+    model = torch.nn.Transformer(batch_first=True, device="meta")
+    counts = {"nn.Transformer encoder": len(model.encoder.layers), "nn.Transformer decoder": len(model.decoder.layers)}
+    try:
+        from transformers import BertConfig
+    except ImportError:
+        pass
+    else:
+        counts["BertConfig().num_hidden_layers"] = BertConfig().num_hidden_layers
+    expected = {"nn.Transformer encoder": 6, "nn.Transformer decoder": 6, "BertConfig().num_hidden_layers": 12}
+    wrong = {k: (v, expected[k]) for k, v in counts.items() if v != expected[k]}
+    assert not wrong, f"layer counts (found, claimed): {wrong}"

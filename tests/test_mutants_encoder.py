@@ -1,0 +1,111 @@
+"""Every property of ``properties/blocks/encoder.py`` catches at least one wrong encoder layer."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import assert_caught, run_row
+from mutants import Mutant
+from specformer.adapters.reference import implementation as REFERENCE
+from specformer.properties.blocks import encoder
+from specformer.reference.blocks.encoder_layer import encoder_layer
+
+
+def _forced(norm_first: bool):
+    """An encoder layer that ignores the ``norm_first`` it is given."""
+
+    def layer(x, w, *, heads, norm_first_asked=None, activation="relu", eps=1e-5, causal=False, **_):
+        return encoder_layer(x, w, heads=heads, norm_first=norm_first, activation=activation, eps=eps, causal=causal)
+
+    return layer
+
+
+def _written(layer_fn):
+    def layer(x, w, *, heads, norm_first, activation="relu", eps=1e-5, causal=False):
+        return layer_fn(x, w, heads, activation, causal)
+
+    return layer
+
+
+def _no_residual(x, w, heads, activation, causal):
+    attention, ffn, norm = encoder._sublayers(w, heads, activation, causal)
+    y = norm(attention(x), 1)
+    return norm(ffn(y), 2)
+
+
+def _no_residual_pre(x, w, heads, activation, causal):
+    attention, ffn, norm = encoder._sublayers(w, heads, activation, causal)
+    y = attention(norm(x, 1))
+    return ffn(norm(y, 2))
+
+
+PRE_ALWAYS = Mutant("pre-norm-where-post-norm-is-asked", encoder_layer=_forced(True))
+POST_ALWAYS = Mutant("post-norm-where-pre-norm-is-asked", encoder_layer=_forced(False))
+ONE_NORM = Mutant("one-add-and-norm-as-drawn", encoder_layer=_written(encoder.one_norm_layer))
+
+
+def _by_norm(post, pre):
+    def layer(x, w, *, heads, norm_first, activation="relu", eps=1e-5, causal=False):
+        return (pre if norm_first else post)(x, w, heads, activation, causal)
+
+    return layer
+
+
+NO_RESIDUAL = Mutant("no-residual-connections", encoder_layer=_by_norm(_no_residual, _no_residual_pre))
+
+POST = "encoder.the_post_norm_layer_adds_then_normalises_after_each_sublayer"
+PRE = "encoder.the_pre_norm_layer_normalises_each_sublayers_input"
+RESIDUAL = "encoder.with_silent_sublayers_only_the_residual_path_is_left"
+ORDER = "encoder.attention_has_its_own_add_and_norm_before_the_feed_forward_network"
+AS_DRAWN = "encoder.one_add_and_norm_after_the_feed_forward_network_as_drawn"
+DEPTH = "encoder.the_original_stack_has_six_layers_and_bert_base_twelve"
+
+CASES = [
+    (POST, PRE_ALWAYS), (POST, ONE_NORM), (POST, NO_RESIDUAL),
+    (PRE, POST_ALWAYS), (PRE, NO_RESIDUAL),
+    (RESIDUAL, NO_RESIDUAL), (RESIDUAL, PRE_ALWAYS),
+    (ORDER, ONE_NORM), (ORDER, PRE_ALWAYS),
+]
+
+
+@pytest.mark.parametrize(("qualname", "mutant"), CASES, ids=[f"{q.split('.', 1)[1]}-{m.name}" for q, m in CASES])
+def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
+    row = assert_caught(qualname, mutant)
+    assert row.message, "a caught mutant must come with a message"
+
+
+def test_a_layer_as_drawn_leaves_nothing_to_refute() -> None:
+    assert run_row(AS_DRAWN, REFERENCE).outcome == "refuted"
+    row = run_row(AS_DRAWN, ONE_NORM, profile="mutants")
+    assert row.outcome == "fail", row
+
+
+def test_a_misstated_depth_is_caught(monkeypatch) -> None:
+    assert run_row(DEPTH, None).outcome == "pass"
+    transformer = torch.nn.Transformer
+    monkeypatch.setattr(encoder.torch.nn, "Transformer", lambda batch_first=True, device=None: transformer(
+        num_encoder_layers=4, batch_first=batch_first, device=device))
+    row = run_row(DEPTH, None)
+    assert row.outcome == "fail" and "nn.Transformer encoder" in row.message, row
+
+
+def test_every_encoder_property_is_covered(properties) -> None:
+    covered = {q for q, _ in CASES} | {AS_DRAWN, DEPTH}
+    mine = {q for q, p in properties.items() if p.module == "encoder"}
+    assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
+
+
+def test_the_reference_rejects_bad_weights() -> None:
+    from specformer.properties.blocks.strategies import layer_weights
+
+    w = layer_weights(0, 4, 8)
+    x = torch.ones(1, 3, 4, dtype=torch.float64)
+    with pytest.raises(ValueError, match="weights lack gamma_2"):
+        encoder_layer(x, {k: v for k, v in w.items() if k != "gamma_2"}, heads=2, norm_first=False)
+    with pytest.raises(ValueError, match=r"weights\['w_q'\] must have shape \(4, 4\)"):
+        encoder_layer(x, dict(w, w_q=torch.ones(4, 3)), heads=2, norm_first=False)
+    with pytest.raises(ValueError, match="heads=3 must be >= 1 and divide d_model=4"):
+        encoder_layer(x, w, heads=3, norm_first=False)
+    with pytest.raises(ValueError, match=r"x must be \(B, t, d_model\)"):
+        encoder_layer(torch.ones(3, 4), w, heads=2, norm_first=False)
