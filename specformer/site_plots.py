@@ -7,15 +7,21 @@ the claims say, not how an implementation fared. Everything is deterministic (se
 ``pyplot`` and no display. :data:`PLOTS` maps a claim id to its plots; :func:`render`
 returns the PNG bytes (``docs/hooks.py`` adds them to the site as generated files) and
 :func:`render_plots` writes them to a folder. Rendering all of them takes a few seconds.
+
+The plots of the positions and blocks families live in :mod:`specformer.site_plots_positions`
+and :mod:`specformer.site_plots_blocks`; :func:`plots` (and so :func:`render`) imports them
+on first use. Code that reads :data:`PLOTS` directly should call :func:`plots` first.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 import matplotlib
 import torch
@@ -345,15 +351,39 @@ def _causal_matrix(fig: Figure) -> None:
 # --- rendering ----------------------------------------------------------------------------
 
 
+#: Modules whose plots register themselves on import; they import this module, so they are
+#: imported on first use (:func:`plots`), not at the top of this one.
+FAMILY_MODULES = ("specformer.site_plots_positions", "specformer.site_plots_blocks")
+
+
+def _load_family_plots() -> None:
+    """Import the families' plot modules (once; Python caches them), registering their plots."""
+    for module in FAMILY_MODULES:
+        importlib.import_module(module)
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run PyTorch on one thread: the plots' tensors are tiny, and on a busy machine the
+    threads of a parallel matmul wait for each other far longer than the work takes."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def plots(only: Iterable[str] | None = None) -> list[Plot]:
-    """The registered plots, optionally only those of the claims in ``only``."""
+    """The registered plots, the families' included, optionally only those of the claims in ``only``."""
+    _load_family_plots()
     wanted = None if only is None else set(only)
     return [p for claim, ps in PLOTS.items() if wanted is None or claim in wanted for p in ps]
 
 
 def render_png(plot: Plot) -> bytes:
     """Draw one plot on a fresh off-screen figure and return it as PNG bytes."""
-    with matplotlib.rc_context(STYLE), torch.no_grad():
+    with matplotlib.rc_context(STYLE), torch.no_grad(), _one_thread():
         fig = Figure(figsize=SIZE, dpi=DPI, layout="constrained")
         FigureCanvasAgg(fig)
         plot.draw(fig)

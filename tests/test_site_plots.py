@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +15,13 @@ from specformer.site import PLOTS_DIR, claim_page, generate, plot_markdown  # no
 from specformer.site_plots import PLOTS, plots, render_plots  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+ROOT = Path(__file__).resolve().parent.parent
+
+#: The families' plots, registered by specformer.site_plots_positions and _blocks on first use.
+FAMILY_PLOTS = {
+    "sinusoidal.formula", "sinusoidal.similarity-monotone", "alibi.bias-distance", "rope.relative-offset",
+    "ffn.against-collapse", "cost.attention-vs-ffn", "encoder.pre-norm",
+}
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +59,7 @@ def test_every_plot_has_a_caption():
         assert caption.endswith(".") and "\n" not in caption and len(caption) < 300, plot.name
 
 
-@pytest.mark.parametrize("claim_id", sorted(PLOTS))
+@pytest.mark.parametrize("claim_id", sorted({p.claim for p in plots()}))  # plots(): the families' too
 def test_plotted_claims_exist(claim_id):
     if claim_id not in load_claims():
         pytest.skip(f"{claim_id} is not in the spec yet")
@@ -83,3 +93,33 @@ def test_generate_embeds_plots_only_for_their_claims():
     pages = generate(None, plots=pairs)
     assert "## Plots" in pages[f"claims/{claim_id}.md"]
     assert all("## Plots" not in text for path, text in pages.items() if path != f"claims/{claim_id}.md")
+
+
+def test_plots_include_the_families_plots():
+    claims = {p.claim for p in plots()}
+    assert FAMILY_PLOTS <= claims
+    assert FAMILY_PLOTS <= PLOTS.keys()  # plots() filled the registry itself
+    assert [p.name for p in plots(only=["rope.relative-offset"])] == ["rope.relative-offset"]
+
+
+def test_plots_of_claims_not_in_the_spec_are_left_out_of_the_site():
+    claims = load_claims()
+    shown = {p.claim for p in plots(only=claims.keys())}  # what docs/hooks.py renders
+    assert shown <= claims.keys()
+    assert {c for c in FAMILY_PLOTS if c in claims} <= shown
+    pairs = {c: [(p.file, p.caption) for p in PLOTS[c]] for c in PLOTS}  # every plot, spec or not
+    pages = generate(None, plots=pairs)
+    assert all(f"claims/{c}.md" not in pages for c in PLOTS.keys() - claims.keys())
+    assert all("## Plots" in pages[f"claims/{c}.md"] for c in shown)
+
+
+@pytest.mark.parametrize("module", ["specformer.site_plots_positions", "specformer.site_plots_blocks"])
+def test_a_family_module_imported_first_registers_once(module):
+    code = (f"import {module}\n"
+            "from specformer.site_plots import plots\n"
+            "names = [p.name for p in plots()]\n"
+            "assert len(names) == len(set(names)), names\n"
+            "print(len(names))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == len(plots())

@@ -1,0 +1,95 @@
+"""Every property of ``properties/blocks/decoder.py`` catches at least one wrong decoder."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import assert_caught
+from mutants import Mutant
+from specformer.reference.attention.attention import scaled_dot_product_attention
+from specformer.reference.attention.multihead import merge_heads, split_heads
+from specformer.reference.blocks.attention_sublayer import multi_head
+from specformer.reference.blocks.encoder_layer import encoder_layer
+from specformer.reference.blocks.ffn import feed_forward
+from specformer.reference.blocks.layernorm import layer_norm
+
+
+def _masked_cross(query, source, w, heads):
+    """Cross-attention with a (top-left) causal mask over the source: wrong, the source is not masked."""
+    q = split_heads(query @ w["wc_q"] + w["bc_q"], heads)  # (B, t, d) -> (B, h, t, d_k)
+    k = split_heads(source @ w["wc_k"] + w["bc_k"], heads)  # (B, s, d) -> (B, h, s, d_k)
+    v = split_heads(source @ w["wc_v"] + w["bc_v"], heads)  # (B, s, d) -> (B, h, s, d_k)
+    mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()  # (t, s)
+    mask[:, 0] = True  # every target position keeps the first source token
+    out = scaled_dot_product_attention(q, k, v, mask).output  # (B, h, t, d_k)
+    return merge_heads(out) @ w["wc_o"] + w["bc_o"]  # (B, h, t, d_k) -> (B, t, d)
+
+
+def _decoder(cross_first=False, self_causal=True, masked_cross=False):
+    def decoder_layer(x, memory, w, *, heads, norm_first, activation="relu", eps=1e-5):
+        def norm(h, i):
+            return layer_norm(h, w[f"gamma_{i}"], w[f"beta_{i}"], eps)
+
+        def sublayer(h, f, i):
+            return h + f(norm(h, i)) if norm_first else norm(h + f(h), i)
+
+        def self_attention(h):
+            return multi_head(h, h, w, heads=heads, causal=self_causal)
+
+        def cross(h):
+            return _masked_cross(h, memory, w, heads) if masked_cross else multi_head(h, memory, w, heads=heads,
+                                                                                       cross=True)
+
+        first, second = (cross, self_attention) if cross_first else (self_attention, cross)
+        z = sublayer(sublayer(x, first, 1), second, 2)
+        return sublayer(z, lambda h: feed_forward(h, w["w_1"], w["b_1"], w["w_2"], w["b_2"], activation), 3)
+
+    return decoder_layer
+
+
+def _unmasked_encoder(x, w, *, heads, norm_first, activation="relu", eps=1e-5, causal=False):
+    return encoder_layer(x, w, heads=heads, norm_first=norm_first, activation=activation, eps=eps, causal=False)
+
+
+CROSS_FIRST = Mutant("cross-attention-first", decoder_layer=_decoder(cross_first=True))
+UNMASKED = Mutant("unmasked-decoder-self-attention", decoder_layer=_decoder(self_causal=False))
+MASKED_CROSS = Mutant("causal-mask-over-the-source", decoder_layer=_decoder(masked_cross=True))
+IGNORES_CAUSAL = Mutant("causal-layer-without-mask", encoder_layer=_unmasked_encoder)
+
+CASES = [
+    ("decoder.the_decoder_layer_is_masked_self_attention_cross_attention_then_the_network", CROSS_FIRST),
+    ("decoder.the_decoder_layer_is_masked_self_attention_cross_attention_then_the_network", UNMASKED),
+    ("decoder.queries_come_from_the_target_keys_and_values_from_the_whole_source", MASKED_CROSS),
+    ("decoder.a_decoder_position_does_not_see_later_target_tokens", UNMASKED),
+    ("decoder.a_causal_layer_does_not_see_later_tokens", IGNORES_CAUSAL),
+    ("decoder.a_decoder_layer_without_cross_attention_is_a_causal_encoder_layer", UNMASKED),
+    ("decoder.a_decoder_layer_without_cross_attention_is_a_causal_encoder_layer", IGNORES_CAUSAL),
+    ("decoder.one_pass_over_the_sequence_gives_every_prefix_its_own_output", IGNORES_CAUSAL),
+    ("decoder.the_chained_conditionals_of_a_causal_model_sum_to_one", IGNORES_CAUSAL),
+]
+
+
+@pytest.mark.parametrize(("qualname", "mutant"), CASES, ids=[f"{q.split('.', 1)[1]}-{m.name}" for q, m in CASES])
+def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
+    row = assert_caught(qualname, mutant)
+    assert row.message, "a caught mutant must come with a message"
+
+
+def test_every_decoder_property_is_covered(properties) -> None:
+    covered = {q for q, _ in CASES}
+    mine = {q for q, p in properties.items() if p.module == "decoder"}
+    assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
+
+
+def test_the_reference_decoder_rejects_a_mismatched_memory() -> None:
+    from specformer.properties.blocks.strategies import layer_weights
+    from specformer.protocol.blocks import DECODER_KEYS
+    from specformer.reference.blocks.decoder_layer import decoder_layer
+
+    w = layer_weights(0, 4, 8, DECODER_KEYS)
+    x = torch.ones(2, 3, 4, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"memory must be \(B=2, s, d_model=4\)"):
+        decoder_layer(x, torch.ones(2, 3, 5, dtype=torch.float64), w, heads=2, norm_first=False)
+    with pytest.raises(ValueError, match="weights lack wc_q"):
+        decoder_layer(x, x, {k: v for k, v in w.items() if k != "wc_q"}, heads=2, norm_first=False)
