@@ -57,6 +57,11 @@ from specformer.context import Backend, Context, ImplementationError
 from specformer.profiles import min_checked, profile_settings
 from specformer.property import Property
 from specformer.protocol import NotApplicable
+
+#: Out-of-domain examples after which a row none of whose examples was checked is not
+#: applicable, without drawing the hundreds more Hypothesis would try: for a domain that
+#: covers a tenth of the draws, 100 misses in a row happen with probability 3e-5.
+OUT_OF_DOMAIN_LIMIT = 100
 from specformer.summary import readable_counterexample
 from specformer.supervisor import WorkerLost
 
@@ -206,6 +211,10 @@ def run_property(
         if time.monotonic() > deadline:
             raise RowTimeout(f"timed out after {timeout_s:g} s")
         counts["generated"] += 1
+        if counts["checked"] == 0 and ctx.out_of_domain >= OUT_OF_DOMAIN_LIMIT:
+            reason = ctx.not_applicable[-1] if ctx.not_applicable else "outside the implementation's domain"
+            raise NotApplicable(f"{reason} (the first {ctx.out_of_domain} examples were all outside the "
+                                "implementation's domain)")
         try:
             result = inner(*args, **kwargs)
         except (AssertionError, ImplementationError) as exc:

@@ -221,6 +221,22 @@ def test_passing_on_a_few_examples_in_the_domain_is_inconclusive() -> None:
     assert row.examples_out_of_domain > 0 and "three examples" in row.message
 
 
+def test_a_row_with_no_example_in_the_domain_stops_early_as_not_applicable() -> None:
+    from specformer.protocol import NotApplicable
+    from specformer.runner import OUT_OF_DOMAIN_LIMIT
+
+    class NeverInDomain:
+        name = "never-in-domain"
+
+        def attention(self, q, k, v, mask=None, *, causal=False):
+            raise NotApplicable("takes nothing")
+
+    row = run(NeverInDomain(), FORMULA, timeout_s=120)
+    assert row.outcome == "not-applicable" and row.as_expected, (row.outcome, row.message)
+    assert "takes nothing" in row.message and f"first {OUT_OF_DOMAIN_LIMIT} examples" in row.message
+    assert row.examples_checked == 0 and row.examples_generated < 2 * OUT_OF_DOMAIN_LIMIT  # not the ~460 of a full run
+
+
 @pytest.mark.parametrize("impl, fragment", [(ReturnsLists(), "list"), (ReturnsAList(), "list")],
                          ids=["list-output", "list-instead-of-tuple"])
 def test_plain_lists_instead_of_tensors_are_an_error(impl: Any, fragment: str) -> None:
