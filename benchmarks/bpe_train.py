@@ -48,6 +48,7 @@ from pathlib import Path
 
 from specformer.reference.tokenization.bpe import (
     END_OF_WORD,
+    _apply_merges,
     train_bpe,
     train_bpe_naive,
     train_on_sequences,
@@ -164,21 +165,7 @@ def pair_counts_after(sequences: dict[tuple[str, ...], int], merges: list[tuple[
         ranks.setdefault(pair, rank)
     counts: Counter = Counter()
     for symbols, weight in sequences.items():
-        symbols = list(symbols)
-        while len(symbols) > 1:
-            ranked = [(ranks[pair], pair) for pair in zip(symbols, symbols[1:]) if pair in ranks]
-            if not ranked:
-                break
-            left, right = min(ranked)[1]
-            merged, i = [], 0
-            while i < len(symbols):
-                if i + 1 < len(symbols) and symbols[i] == left and symbols[i + 1] == right:
-                    merged.append(left + right)
-                    i += 2
-                else:
-                    merged.append(symbols[i])
-                    i += 1
-            symbols = merged
+        symbols = _apply_merges(list(symbols), ranks)  # encoding's rule: lowest rank first
         for pair in zip(symbols, symbols[1:]):
             counts[pair] += weight
     return counts
