@@ -77,6 +77,15 @@ class RowTimeout(BaseException):
     """A row ran past its time limit (a BaseException so Hypothesis does not shrink it)."""
 
 
+class OutOfDomain(BaseException):
+    """A row's first examples were all outside the implementation's domain.
+
+    A BaseException, like ``RowTimeout``: Hypothesis would take an ``Exception`` raised
+    from the test for a failure and replay it, and the replay (an example the
+    implementation refused) then reads as a flaky test.
+    """
+
+
 @dataclass
 class RowResult:
     """One row of the report: a property against one implementation, device and dtype."""
@@ -213,8 +222,8 @@ def run_property(
         counts["generated"] += 1
         if counts["checked"] == 0 and ctx.out_of_domain >= OUT_OF_DOMAIN_LIMIT:
             reason = ctx.not_applicable[-1] if ctx.not_applicable else "outside the implementation's domain"
-            raise NotApplicable(f"{reason} (the first {ctx.out_of_domain} examples were all outside the "
-                                "implementation's domain)")
+            raise OutOfDomain(f"{reason} (the first {ctx.out_of_domain} examples were all outside the "
+                              "implementation's domain)")
         try:
             result = inner(*args, **kwargs)
         except (AssertionError, ImplementationError) as exc:
@@ -252,7 +261,7 @@ def run_property(
             row.outcome, row.message = "not-applicable", ctx.not_applicable[-1]
         else:
             row.outcome, row.message = "error", f"no valid example could be generated: {exc}"
-    except NotApplicable as exc:
+    except (NotApplicable, OutOfDomain) as exc:
         row.outcome, row.message = "not-applicable", str(exc)
     except AssertionError as exc:
         row.outcome = "refuted" if prop.expect == "counterexample" else "fail"

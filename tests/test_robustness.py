@@ -217,7 +217,8 @@ def test_passing_on_a_few_examples_in_the_domain_is_inconclusive() -> None:
 
     row = run(InDomainThreeTimes(), FORMULA, timeout_s=120)
     assert row.outcome == "inconclusive" and not row.as_expected, (row.outcome, row.message)
-    assert row.examples_checked == 3 and row.min_checked == 10
+    # three distinct queries; Hypothesis may draw one of them again (with other keys), which checks again
+    assert 3 <= row.examples_checked < row.min_checked == 10
     assert row.examples_out_of_domain > 0 and "three examples" in row.message
 
 
