@@ -169,11 +169,17 @@ def build_report(rows: Iterable[RowResult | dict[str, Any]], implementations: li
 
 
 def write_report(report: dict[str, Any], path: Path) -> None:
-    """Write ``report`` to ``path`` atomically (a partial file never replaces a whole one)."""
+    """Write ``report`` to ``path`` atomically (a partial file never replaces a whole one).
+
+    A lone surrogate (text properties pass them to implementations, and messages quote what
+    comes back) has no UTF-8 encoding: it is written as its JSON escape (``\\ud800``), which
+    reads back as the same string.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8",
+                       errors="backslashreplace")
         tmp.replace(path)
     finally:
         if tmp.exists():

@@ -286,7 +286,18 @@ def run_property(
         row.examples_generated, row.examples_checked = counts["generated"], counts["checked"]
         row.examples_out_of_domain = ctx.out_of_domain
     _judge_evidence(row, ctx)
+    row.message = printable(row.message)
+    row.counterexample = printable(row.counterexample) if row.counterexample is not None else None
     return row
+
+
+def printable(text: str) -> str:
+    """``text`` with each lone surrogate written as its escape (``a\\ud800b``): UTF-8 has none.
+
+    Text properties hand implementations lone surrogates and quote what comes back; the
+    report, the JUnit file and the site are UTF-8, so a row's text is made encodable once, here.
+    """
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _judge_evidence(row: RowResult, ctx: Context) -> None:

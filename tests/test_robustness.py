@@ -400,3 +400,22 @@ def test_a_broken_user_file_yields_a_complete_report_of_errors(tmp_path: Path) -
     assert summary["complete"] is True and summary["ok"] is False
     assert summary["rows"] == len(rows) and summary["by_outcome"] == {"error": len(rows)}
     assert "the user's kernel exploded" in output and "reproduce: specformer run" in output
+
+
+def test_a_message_with_a_lone_surrogate_is_reported_not_a_crash(tmp_path: Path) -> None:
+    # Text properties hand implementations lone surrogates; what comes back (an exception
+    # message, a token) may hold one, which UTF-8 cannot encode as it stands.
+    impl = tmp_path / "surrogate_impl.py"
+    impl.write_text(BROKEN_USER_FILE.replace('"the user\'s kernel exploded"', '"bad text a\\ud800b"'),
+                    encoding="utf-8")
+    report_path = tmp_path / "r.json"
+    command = [sys.executable, "-m", "pytest", "--pyargs", "specformer.properties", "-p", "no:cacheprovider",
+               "-c", "/dev/null", "--rootdir", str(tmp_path), "--impl", str(impl),
+               "--claims", "attention.slide-example", "--report", str(report_path), "-q"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1 and "INTERNALERROR" not in output, output
+    report = json.loads(report_path.read_text(encoding="utf-8"))  # valid UTF-8 and JSON
+    messages = [r["message"] for r in report["rows"]]
+    assert messages and all("bad text a\\ud800b" in m for m in messages), messages  # escaped, not lost
+    assert report["summary"]["complete"] is True
