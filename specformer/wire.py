@@ -228,7 +228,7 @@ def decode(message: bytes) -> Any:
             out = {}
             for k, v in items:
                 key = build(k, depth + 1)
-                if not isinstance(key, (str, int, float, bool, type(None), tuple)):
+                if not isinstance(key, (str, bytes, int, float, bool, type(None), tuple)):
                     raise WireError(f"unhashable dict key of type {type(key).__name__}")
                 out[key] = build(v, depth + 1)
             return out

@@ -6,8 +6,13 @@
 * :mod:`.corpus` -- a real English corpus of at least 10 MB built from installed files
   (Python's help topics, docstrings, licences, READMEs) for benchmarks;
 * :mod:`.training` -- the smaller fixed text (Python's help topics) every trained tokenizer
-  of the suite learns from.
+  of the suite learns from;
+* :mod:`.words` -- word tokenization (whitespace and punctuation) and character tokenization;
+* :mod:`.wordpiece` -- WordPiece encoding, greedy longest match first with ``##``;
+* :mod:`.unigram` -- the Unigram language model: Viterbi, enumeration, EM training and pruning;
+* :mod:`.sentencepiece` -- SentencePiece's whitespace marker around a trained Unigram model;
+* :mod:`.text` -- the tokenizers above run on text by kind (what ``tokenize_text`` runs).
 
-Not here: WordPiece, Unigram/SentencePiece, special tokens and vocabularies with ids, and
-embeddings (a family of their own).
+Not here: WordPiece training, special tokens and vocabularies with ids, and embeddings (a
+family of their own).
 """

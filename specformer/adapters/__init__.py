@@ -1,11 +1,13 @@
 """Adapters: the shipped implementations, each exposing the protocol's operations.
 
-``BUILTIN`` maps the short names accepted by ``--impl`` to ``module:attribute``: PyTorch's
-own attention (``torch-sdpa``, ``torch-mha``) and building blocks (``torch-nn``), the reference, and attention written by
-others (Hugging Face ``transformers``' BERT, GPT-2 and Llama attention, Llama's rotary
-embedding, BLOOM's ALiBi, ``x-transformers``' attention, ALiBi and rotary embedding,
-``rotary-embedding-torch``), which
-need the ``thirdparty`` extra. ``deviations.toml`` beside this module lists the shipped
+``BUILTIN`` maps the short names accepted by ``--impl`` to ``module:attribute``: the
+reference; PyTorch's own attention (``torch-sdpa``, ``torch-mha``), building blocks
+(``torch-nn``) and embedding table (``torch-embedding``); and code written by others, which
+needs the ``thirdparty`` extra: Hugging Face ``transformers``' BERT, GPT-2 and Llama
+attention and layers, Llama's rotary embedding, BLOOM's ALiBi, ``x-transformers``'
+attention, ALiBi and rotary embedding, ``rotary-embedding-torch``; the tokenizers of
+Hugging Face ``tokenizers``, ``sentencepiece``, ``tiktoken``, ``transformers``' BERT
+tokenizer, NLTK and spaCy; gensim's word2vec and FastText parts. ``deviations.toml`` beside this module lists the shipped
 adapters' known deviations (:mod:`specformer.deviations`); ``specformer run`` applies it
 to these implementations only.
 """
@@ -23,6 +25,14 @@ BUILTIN: dict[str, str] = {
     "x-transformers": "specformer.adapters.xtransformers_attention:implementation",
     "hf-bloom": "specformer.adapters.hf_bloom:implementation",
     "rotary-embedding-torch": "specformer.adapters.rotary_embedding_torch:implementation",
+    "hf-tokenizers": "specformer.adapters.hf_tokenizers:implementation",
+    "sentencepiece": "specformer.adapters.sentencepiece_tokenizers:implementation",
+    "tiktoken": "specformer.adapters.tiktoken_bpe:implementation",
+    "hf-bert-tokenizer": "specformer.adapters.hf_bert_tokenizer:implementation",
+    "nltk": "specformer.adapters.nltk_words:implementation",
+    "spacy": "specformer.adapters.spacy_words:implementation",
+    "torch-embedding": "specformer.adapters.torch_embedding:implementation",
+    "gensim": "specformer.adapters.gensim_parts:implementation",
 }
 
 #: The package each third-party adapter needs (installed with the ``thirdparty`` extra).
@@ -33,6 +43,13 @@ THIRD_PARTY: dict[str, str] = {
     "x-transformers": "x_transformers",
     "hf-bloom": "transformers",
     "rotary-embedding-torch": "rotary_embedding_torch",
+    "hf-tokenizers": "tokenizers",
+    "sentencepiece": "sentencepiece",
+    "tiktoken": "tiktoken",
+    "hf-bert-tokenizer": "transformers",
+    "nltk": "nltk",
+    "spacy": "spacy",
+    "gensim": "gensim",
 }
 
 #: What ``specformer run`` checks when no ``--impl`` is given: every built-in implementation

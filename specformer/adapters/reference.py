@@ -95,4 +95,98 @@ class ReferenceImplementation:
         return decoder_layer(x, memory, weights, heads=heads, norm_first=norm_first, activation=activation, eps=eps)
 
 
+    # -- the tokenization family -------------------------------------------------------
+    def bpe_train(self, words: dict[str, int], num_merges: int, *, end_of_word: str = "</w>") -> list[tuple[str, str]]:
+        """:func:`specformer.reference.tokenization.bpe.train_bpe` (the incremental trainer)."""
+        from specformer.reference.tokenization.bpe import train_bpe
+
+        return train_bpe(words, num_merges, end_of_word=end_of_word)
+
+    def bpe_encode(self, word: str, merges: list[tuple[str, str]], *, end_of_word: str = "</w>") -> list[str]:
+        """:func:`specformer.reference.tokenization.bpe.encode`: merges in rank order."""
+        from specformer.reference.tokenization.bpe import encode
+
+        return encode(word, merges, end_of_word=end_of_word)
+
+    def byte_bpe_train(self, words: dict[bytes, int], num_merges: int) -> list[tuple[bytes, bytes]]:
+        """:func:`specformer.reference.tokenization.bpe.train_byte_bpe`."""
+        from specformer.reference.tokenization.bpe import train_byte_bpe
+
+        return train_byte_bpe(words, num_merges)
+
+    def byte_bpe_encode(self, text: str, merges: list[tuple[bytes, bytes]]) -> list[bytes]:
+        """:func:`specformer.reference.tokenization.bpe.encode_bytes`."""
+        from specformer.reference.tokenization.bpe import encode_bytes
+
+        return encode_bytes(text, merges)
+
+    def byte_bpe_decode(self, tokens: list[bytes]) -> str:
+        """:func:`specformer.reference.tokenization.bpe.decode_bytes`."""
+        from specformer.reference.tokenization.bpe import decode_bytes
+
+        return decode_bytes(tokens)
+
+    def wordpiece(self, word: str, vocab: list[str], *, unk: str = "[UNK]", prefix: str = "##",
+                  max_chars: int = 100) -> list[str]:
+        """:func:`specformer.reference.tokenization.wordpiece.wordpiece`: greedy longest match first."""
+        from specformer.reference.tokenization.wordpiece import wordpiece
+
+        return wordpiece(word, vocab, unk=unk, prefix=prefix, max_chars=max_chars)
+
+    def unigram_segment(self, word: str, pieces: dict[str, float]) -> list[str]:
+        """:func:`specformer.reference.tokenization.unigram.viterbi`."""
+        from specformer.reference.tokenization.unigram import viterbi
+
+        return viterbi(word, pieces)
+
+    def tokenize_text(self, kind: str, text: str) -> list[str]:
+        """:func:`specformer.reference.tokenization.text.tokenize_text` (words, characters, bpe, byte-bpe, unigram)."""
+        from specformer.reference.tokenization.text import tokenize_text
+
+        return tokenize_text(kind, text)
+
+    def detokenize_text(self, kind: str, tokens: list[str]) -> str:
+        """:func:`specformer.reference.tokenization.text.detokenize_text`."""
+        from specformer.reference.tokenization.text import detokenize_text
+
+        return detokenize_text(kind, tokens)
+
+    # -- the embeddings family ---------------------------------------------------------
+    def embedding_lookup(self, ids: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        """:func:`specformer.reference.embeddings.onehot.lookup`."""
+        from specformer.reference.embeddings.onehot import lookup
+
+        return lookup(ids, table)
+
+    def cosine_similarity(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """:func:`specformer.reference.embeddings.similarity.cosine_similarity` (a zero row raises)."""
+        from specformer.reference.embeddings.similarity import cosine_similarity
+
+        return cosine_similarity(a, b)
+
+    def cbow_hidden(self, context_ids: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        """:func:`specformer.reference.embeddings.word2vec.cbow_context_mean`."""
+        from specformer.reference.embeddings.word2vec import cbow_context_mean
+
+        return cbow_context_mean(context_ids, table)
+
+    def noise_distribution(self, counts: torch.Tensor, exponent: float = 0.75) -> torch.Tensor:
+        """:func:`specformer.reference.embeddings.word2vec.noise_distribution`."""
+        from specformer.reference.embeddings.word2vec import noise_distribution
+
+        return noise_distribution(counts, exponent)
+
+    def glove_weight(self, x: torch.Tensor, x_max: float = 100.0, alpha: float = 0.75) -> torch.Tensor:
+        """:func:`specformer.reference.embeddings.glove.glove_weight`."""
+        from specformer.reference.embeddings.glove import glove_weight
+
+        return glove_weight(x, x_max, alpha)
+
+    def char_ngrams(self, word: str, min_n: int = 3, max_n: int = 6) -> list[str]:
+        """:func:`specformer.reference.embeddings.fasttext.char_ngrams`."""
+        from specformer.reference.embeddings.fasttext import char_ngrams
+
+        return char_ngrams(word, min_n, max_n)
+
+
 implementation = ReferenceImplementation()

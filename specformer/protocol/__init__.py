@@ -12,7 +12,7 @@ registers here, in :data:`FAMILIES`; nothing else in this package is family-spec
 
 from __future__ import annotations
 
-from specformer.protocol import attention, blocks, positions
+from specformer.protocol import attention, blocks, embeddings, positions, tokenization
 from specformer.protocol.attention import (
     AttentionImplementation,
     AttentionOutput,
@@ -38,7 +38,8 @@ __all__ = [
 ]
 
 #: Every family, by name. A new family adds its module and one entry here.
-FAMILIES: dict[str, Family] = {family.name: family for family in (attention.FAMILY, positions.FAMILY, blocks.FAMILY)}
+FAMILIES: dict[str, Family] = {family.name: family for family in (attention.FAMILY, positions.FAMILY, blocks.FAMILY,
+                                                                     tokenization.FAMILY, embeddings.FAMILY)}
 
 #: Every operation a property may need, by name.
 OPERATIONS: dict[str, Operation] = {op.method: op for family in FAMILIES.values() for op in family.operations}

@@ -1,0 +1,1 @@
+"""Properties of the embeddings family, one module per topic."""

@@ -1,0 +1,297 @@
+"""Properties of one-hot vectors and the embedding lookup (``spec/embeddings/onehot.md``).
+
+Expected values are written out here in float64: one-hot vectors as ``ids[..., None] ==
+arange(V)``, the lookup as their product with the table, distances and Gram matrices from
+them. Implementations are called through ``ctx.embedding_lookup``. Properties with
+``needs=()`` check the documents' arithmetic and PyTorch's own ``nn.Embedding`` (its
+initialisation, weight tying, freezing and gradients), built by the small functions below
+so that the harness's tests can swap them for wrong ones.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from hypothesis import example, given
+from hypothesis import strategies as st
+from torch import nn
+
+from specformer.context import Context
+from specformer.property import claim_property
+
+from . import strategies as sf
+from .word2vec import SkipGram
+
+NEEDS = ("embedding_lookup",)
+F64 = torch.float64
+
+#: 002 ("Why Embeddings?"): a 50,000-token vocabulary, 512-dimensional embeddings, "100x smaller".
+DOCUMENT_VOCAB, DOCUMENT_DIM, DOCUMENT_RATIO = 50_000, 512, 100
+#: 002 ("Summary"): "50K vocab x 4096 dim = 200M parameters".
+SUMMARY_VOCAB, SUMMARY_DIM, SUMMARY_PARAMETERS = 50_000, 4096, 200_000_000
+
+
+def one_hot_formula(ids: torch.Tensor, vocab: int) -> torch.Tensor:
+    """``(..., V)`` float64: 1 at each id, 0 elsewhere."""
+    return (ids[..., None] == torch.arange(vocab)).to(F64)  # (..., 1) == (V,) -> (..., V)
+
+
+def significant(x: float, digits: int) -> float:
+    """``x`` rounded to ``digits`` significant figures."""
+    return round(x, digits - 1 - math.floor(math.log10(abs(x))))
+
+
+# --- one-hot vectors --------------------------------------------------------------------------
+
+
+@claim_property("onehot.orthogonal-equidistant", needs=NEEDS)
+@given(vocab=st.integers(1, 12), order=st.data())
+@example(vocab=3, order=None)
+def one_hot_vectors_are_orthogonal_unit_vectors_all_sqrt_2_apart(ctx: Context, vocab, order) -> None:
+    """Looking every id up in the identity table gives one-hot rows: one entry 1, the rest 0; pairwise
+    dot products 0, norms 1, and every two distinct rows ``sqrt(2)`` apart."""
+    ids = torch.arange(vocab) if order is None else order.draw(sf.permutations_of(vocab), label="ids")
+    rows = ctx.embedding_lookup(ids, torch.eye(vocab, dtype=F64))  # (V, V)
+    ctx.assert_close(rows, one_hot_formula(ids, vocab), "the lookup of each id in the identity table")
+    ctx.assert_close((rows != 0).sum(-1).to(F64), torch.ones(vocab, dtype=F64), "non-zero entries per one-hot row")
+    same = (ids[:, None] == ids[None, :]).to(F64)  # (V, V): 1 on the diagonal only
+    ctx.assert_close(rows @ rows.T, same, "dot products of one-hot vectors")
+    ctx.assert_close(torch.cdist(rows, rows), math.sqrt(2) * (1 - same), "distances between one-hot vectors")
+
+
+# --- the lookup -------------------------------------------------------------------------------
+
+
+@claim_property("onehot.lookup-is-one-hot-product", needs=NEEDS)
+@given(case=sf.lookup_cases())
+@example(case=(torch.tensor([2, 0], dtype=torch.int64), torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=F64)))
+def looking_up_a_row_is_multiplying_its_one_hot_vector_by_the_table(ctx: Context, case) -> None:
+    """``lookup(ids, E) = one_hot(ids) @ E``: row ``i`` of ``E`` for id ``i``, for ids of any shape."""
+    ids, table = case
+    expected = one_hot_formula(ids, table.shape[0]) @ table  # (..., V) @ (V, d) -> (..., d)
+    ctx.assert_close(ctx.embedding_lookup(ids, table), expected, "lookup(ids, E) against one_hot(ids) @ E")
+
+
+# --- the documents' numbers -------------------------------------------------------------------
+
+
+def dimensions(vocab: int, dim: int) -> tuple[int, int, int]:
+    """The width of a one-hot vector, its non-zero entries, and the width of an embedding (PyTorch's own)."""
+    one_hot = F.one_hot(torch.tensor(vocab - 1), vocab)
+    embedding = nn.Embedding(vocab, dim, device="meta")
+    return one_hot.shape[-1], int(one_hot.count_nonzero()), embedding.embedding_dim
+
+
+@claim_property("onehot.hundred-times-smaller", needs=(), dtypes=("float64",), max_examples=1)
+@given(st.just(None))
+def a_512_wide_embedding_is_97_7_times_narrower_than_a_50000_wide_one_hot_vector(ctx: Context, _) -> None:
+    """Corrected: ``50,000 / 512 = 97.66``, within 3% of 100 and 100 only to one significant figure; the
+    one-hot vector has one non-zero entry, so "smaller" counts widths, not stored numbers."""
+    width, nonzero, dim = dimensions(DOCUMENT_VOCAB, DOCUMENT_DIM)
+    ratio = width / dim
+    assert ratio == 50_000 / 512, f"one-hot width {width} / embedding width {dim} = {ratio}"
+    assert abs(ratio - DOCUMENT_RATIO) <= 0.03 * DOCUMENT_RATIO, f"{ratio:.2f} is not within 3% of {DOCUMENT_RATIO}"
+    assert significant(ratio, 1) == DOCUMENT_RATIO, f"{ratio:.2f} does not round to {DOCUMENT_RATIO}"
+    assert nonzero == 1, f"a one-hot vector has {nonzero} non-zero entries"
+
+
+@claim_property("onehot.hundred-times-smaller", needs=(), expect="counterexample", dtypes=("float64",),
+                max_examples=1)
+@given(st.just(None))
+def a_512_wide_embedding_is_100_times_narrower_as_written(ctx: Context, _) -> None:
+    """As written: the 512-dimensional embedding is 100 times smaller than the 50,000-dimensional one-hot
+    vector (to the two significant figures the figure is written with)."""
+    width, _, dim = dimensions(DOCUMENT_VOCAB, DOCUMENT_DIM)
+    assert significant(width / dim, 2) == DOCUMENT_RATIO, (
+        f"{width} / {dim} = {width / dim:.4g}, which is {significant(width / dim, 2):g} to two significant figures"
+    )
+
+
+@claim_property("onehot.embedding-parameters", needs=(), dtypes=("float64",), max_examples=1)
+@given(st.just(None))
+def a_50k_by_4096_table_holds_204_8_million_parameters(ctx: Context, _) -> None:
+    """``nn.Embedding(50000, 4096)`` holds ``204,800,000`` parameters: 200M to two significant figures."""
+    table = nn.Embedding(SUMMARY_VOCAB, SUMMARY_DIM, device="meta")
+    count = sum(p.numel() for p in table.parameters())
+    assert count == 204_800_000, f"{count} parameters"
+    assert significant(count, 2) == SUMMARY_PARAMETERS, (
+        f"{count} parameters is {significant(count, 2):.3g} to two significant figures, not {SUMMARY_PARAMETERS:.3g}"
+    )
+
+
+# --- PyTorch's nn.Embedding -------------------------------------------------------------------
+
+#: Samples per table for the initialisation test (DKW bound below).
+SAMPLES = 2**18
+#: False-alarm probability per example; at most 11 examples per run (10 drawn, 1 explicit): <= 5.5e-7.
+DELTA = 5e-8
+
+
+def default_table(vocab: int, dim: int, seed: int) -> torch.Tensor:
+    """The weight of ``nn.Embedding(vocab, dim)`` as PyTorch initialises it, from a seeded global generator."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return nn.Embedding(vocab, dim).weight.detach().to(F64)
+
+
+def ks_distance_from_normal(x: torch.Tensor) -> float:
+    """``sup_t |F_n(t) - Phi(t)|`` for the sample ``x`` against the standard normal."""
+    values = x.flatten().sort().values  # (n,)
+    n = values.numel()
+    cdf = torch.special.ndtr(values)  # (n,)
+    above = torch.arange(1, n + 1, dtype=F64) / n - cdf
+    below = cdf - torch.arange(0, n, dtype=F64) / n
+    return float(torch.maximum(above, below).max())
+
+
+@st.composite
+def init_cases(draw: st.DrawFn) -> tuple[int, int, int]:
+    """``(V, d, seed)`` with ``V d >= 2^18`` samples; ``d`` from 1 to 4096 (002's and the summary's widths
+    among them)."""
+    dim = draw(st.sampled_from([1, 2, 3, 16, 64, 300, 512, 4096]), label="d")
+    return -(-SAMPLES // dim), dim, draw(sf.seeds(), label="seed")
+
+
+@claim_property("onehot.default-initialisation", needs=(), dtypes=("float64",), max_examples=10)
+@given(case=init_cases())
+@example(case=(512, 512, 0))
+def nn_embedding_starts_from_standard_normal_entries(ctx: Context, case) -> None:
+    """Corrected: ``nn.Embedding(V, d)`` draws its entries from N(0, 1): the Kolmogorov distance of the
+    ``V d`` entries from the standard normal CDF stays below the DKW bound ``sqrt(ln(2/delta) / (2n))``."""
+    vocab, dim, seed = case
+    table = default_table(vocab, dim, seed)
+    n = table.numel()
+    bound = math.sqrt(math.log(2 / DELTA) / (2 * n))
+    distance = ks_distance_from_normal(table)
+    assert distance <= bound, (
+        f"nn.Embedding({vocab}, {dim}) entries are {distance:.4f} from N(0, 1) in Kolmogorov distance "
+        f"(bound {bound:.4f} for n = {n})"
+    )
+
+
+@claim_property("onehot.default-initialisation", needs=(), expect="counterexample", dtypes=("float64",),
+                max_examples=10)
+@given(case=init_cases())
+@example(case=(512, 512, 0))
+def nn_embedding_starts_uniform_within_one_over_sqrt_d_as_written(ctx: Context, case) -> None:
+    """As written: the default initialisation is Uniform(-1/sqrt(d), 1/sqrt(d)), so no entry lies beyond 1/sqrt(d)."""
+    vocab, dim, seed = case
+    table = default_table(vocab, dim, seed)
+    limit = 1 / math.sqrt(dim)
+    outside = float((table.abs() > limit).to(F64).mean())
+    normal = 2 * float(torch.special.ndtr(torch.tensor(-limit)))  # P(|x| > limit) under N(0, 1)
+    assert outside == 0, (
+        f"nn.Embedding({vocab}, {dim}): {outside:.1%} of the entries lie beyond 1/sqrt(d) = {limit:.4g} "
+        f"(largest {float(table.abs().max()):.3f}); N(0, 1) puts {normal:.1%} there"
+    )
+
+
+def tie(model: SkipGram) -> SkipGram:
+    """Share one matrix between the input embedding and the output layer (both ``(V, d)``)."""
+    model.output.weight = model.embedding.weight
+    return model
+
+
+@st.composite
+def model_cases(draw: st.DrawFn) -> tuple[int, int, torch.Tensor, torch.Tensor, int]:
+    """``V, d``, centre ids ``(B,)``, context ids ``(B,)`` and a seed for the weights."""
+    vocab, dim, b = draw(st.integers(2, 12)), draw(st.integers(1, 6)), draw(st.integers(1, 4))
+    centre = draw(sf.id_tensors(vocab, (b,)), label="centre")
+    context = draw(sf.id_tensors(vocab, (b,)), label="context")
+    return vocab, dim, centre, context, draw(sf.seeds(), label="seed")
+
+
+def _skipgram(vocab: int, dim: int, seed: int) -> SkipGram:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return SkipGram(vocab, dim)
+
+
+@claim_property("onehot.weight-tying", needs=(), dtypes=("float64",))
+@given(case=model_cases())
+def a_tied_output_layer_shares_the_embedding_matrix(ctx: Context, case) -> None:
+    """Tying 002's skip-gram output layer to its embedding leaves one ``(V, d)`` matrix: ``V d`` fewer
+    parameters, logits ``E[c] E^T + b``, and a gradient that is the sum of both uses."""
+    vocab, dim, centre, context, seed = case
+    untied, tied = _skipgram(vocab, dim, seed), tie(_skipgram(vocab, dim, seed))
+    with torch.no_grad():
+        untied.output.weight.copy_(untied.embedding.weight)  # same values, two matrices
+    counts = [sum(p.numel() for p in m.parameters()) for m in (untied, tied)]
+    assert counts == [2 * vocab * dim + vocab, vocab * dim + vocab], f"parameters untied, tied: {counts}"
+    assert tied.output.weight is tied.embedding.weight, "the output layer holds its own matrix"
+    table = tied.embedding.weight.detach()
+    ctx.assert_close(tied(centre).detach(), table[centre] @ table.T + tied.output.bias.detach(), "tied logits")
+    for model in (untied, tied):
+        F.cross_entropy(model(centre), context).backward()
+    both = untied.embedding.weight.grad + untied.output.weight.grad
+    ctx.assert_close(tied.embedding.weight.grad, both, "gradient of the shared matrix")
+
+
+def freeze(embedding: nn.Embedding) -> None:
+    """002's option 1: ``embedding.weight.requires_grad = False``."""
+    embedding.weight.requires_grad = False
+
+
+@st.composite
+def pretrained_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """A pre-trained table ``(V, d)``, ids ``(B,)``, targets ``(B,)`` and a seed."""
+    vocab, dim, b = draw(st.integers(2, 10)), draw(st.integers(1, 6)), draw(st.integers(1, 4))
+    return (draw(sf.tables(vocab, dim)), draw(sf.id_tensors(vocab, (b,))), draw(sf.id_tensors(vocab, (b,))),
+            draw(sf.seeds()))
+
+
+def _train_step(pretrained: torch.Tensor, ids: torch.Tensor, targets: torch.Tensor, seed: int,
+                frozen: bool) -> tuple[nn.Embedding, nn.Linear, torch.Tensor]:
+    """002's pattern: load the table into ``nn.Embedding`` (frozen or not), one SGD step of a classifier on it."""
+    vocab, dim = pretrained.shape
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        embedding = nn.Embedding(vocab, dim, dtype=F64)
+        head = nn.Linear(dim, vocab, dtype=F64)
+    embedding.weight.data = pretrained.clone()
+    if frozen:
+        freeze(embedding)
+    looked_up = embedding(ids).detach().clone()
+    optimizer = torch.optim.SGD([*embedding.parameters(), *head.parameters()], lr=0.5, momentum=0.9,
+                                weight_decay=0.01)
+    F.cross_entropy(head(embedding(ids)), targets).backward()
+    optimizer.step()
+    return embedding, head, looked_up
+
+
+@claim_property("onehot.freezing", needs=(), dtypes=("float64",))
+@given(case=pretrained_cases())
+def a_frozen_pretrained_table_stays_as_loaded_and_a_fine_tuned_one_moves(ctx: Context, case) -> None:
+    """After ``weight.data = pretrained`` the lookup returns the pre-trained rows; with ``requires_grad =
+    False`` a training step (SGD with momentum and weight decay) leaves them exactly, gradient ``None``;
+    with ``requires_grad = True`` the rows looked up move."""
+    pretrained, ids, targets, seed = case
+    frozen, head, looked_up = _train_step(pretrained, ids, targets, seed, frozen=True)
+    ctx.assert_close(looked_up, pretrained[ids], "rows looked up from the loaded table")
+    assert frozen.weight.grad is None, "a frozen table received a gradient"
+    assert torch.equal(frozen.weight.detach(), pretrained), "a training step changed the frozen table"
+    assert head.weight.grad is not None, "the layer after the frozen table was not trained"
+    tuned, _, _ = _train_step(pretrained, ids, targets, seed, frozen=False)
+    moved = (tuned.weight.detach() != pretrained).any(-1)  # (V,)
+    assert bool(moved[ids].all()), f"fine-tuning left looked-up rows {ids[~moved[ids]].tolist()} unchanged"
+
+
+def make_embedding(table: torch.Tensor) -> nn.Embedding:
+    """``nn.Embedding`` holding ``table`` as a trainable weight, PyTorch's defaults otherwise."""
+    return nn.Embedding.from_pretrained(table.clone(), freeze=False)
+
+
+@claim_property("onehot.backpropagation", needs=(), dtypes=("float64",))
+@given(case=sf.lookup_cases(), data=st.data())
+def the_gradient_of_a_lookup_is_the_one_hot_transpose_times_the_upstream_gradient(ctx: Context, case, data) -> None:
+    """``d loss / d E = one_hot(ids)^T G``: only the rows looked up get a gradient, and a repeated id gets
+    the sum of its upstream gradients (the lookup is the linear map ``one_hot(ids) @ E``)."""
+    ids, table = case
+    upstream = data.draw(sf.tensors((*ids.shape, table.shape[1])), label="upstream gradient")  # (..., d)
+    embedding = make_embedding(table)
+    (embedding(ids) * upstream).sum().backward()
+    one_hot = one_hot_formula(ids, table.shape[0]).reshape(-1, table.shape[0])  # (..., V) -> (n, V)
+    expected = one_hot.T @ upstream.reshape(-1, table.shape[1])  # (V, n) @ (n, d) -> (V, d)
+    ctx.assert_close(embedding.weight.grad, expected, "gradient of the table")

@@ -1,0 +1,1 @@
+"""Properties of the tokenization family, one module per topic."""

@@ -1,0 +1,582 @@
+"""Properties of byte pair encoding, character level and byte level (``spec/tokenization/bpe.md``).
+
+Expected values are computed here, never by the implementation under test: replays of
+training written out below (pair counts of the corpus as merged so far, merges applied at
+every occurrence), 001's ``learn_bpe_merges`` re-typed as :func:`learn_bpe_merges`, a
+greedy longest-match segmenter, and the reference (:mod:`specformer.reference.tokenization.bpe`:
+its naive trainer with the smallest-pair tie rule, its rank-order encoders, and byte-level
+merges it learns once from the training text). Round trips compare the implementation
+with itself. Corpora are small word counts over ``abcde`` (``properties/tokenization/strategies.py``),
+so that pairs and ties repeat; tokenizers do not depend on dtype, so every property runs
+in float64 rows only.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from specformer.context import Context
+from specformer.property import claim_property
+from specformer.reference.tokenization.bpe import (
+    byte_word_counts,
+    encode,
+    encode_bytes,
+    train_bpe_naive,
+    train_byte_bpe,
+    train_byte_bpe_naive,
+)
+from specformer.reference.tokenization.training import training_text, training_words
+
+from . import strategies as sf
+
+S = TypeVar("S", str, bytes)
+
+#: The end-of-word marker of the protocol and of 001's code.
+EOW = "</w>"
+#: Tokenizers are dtype-free: one row per implementation.
+F64 = ("float64",)
+#: More merges than any corpus of :func:`sf.corpora` can use (8 words of at most 6 letters and the marker).
+EXHAUSTIVE = 60
+#: Merges the text properties' byte-level merges are learned with (from the training text).
+TEXT_MERGES = 300
+
+BUDGETS = st.integers(0, 12)
+#: Word lists as 001's code takes them: the words themselves, repeats included, in corpus order.
+WORD_LISTS = st.lists(sf.words("abcd", 5), min_size=1, max_size=8)
+#: Letters of 1, 2, 3 and 4 UTF-8 bytes (all ``\\p{L}``, so a word of them is one piece under
+#: GPT-2's split and the reference's alike).
+LETTERS = "ab\u00e9\u6f22\U0001D538"
+#: A single pre-tokenisation piece: an optional leading space and letters.
+ONE_PIECE = st.builds(str.__add__, st.sampled_from(["", " "]), sf.words(LETTERS, 6))
+BYTE_CORPORA = st.dictionaries(ONE_PIECE.map(str.encode), st.integers(1, 5), min_size=1, max_size=6)
+#: Whitespace runs that every whitespace splitter agrees on.
+_SEPARATORS = st.sampled_from([" ", "  ", "\n", "\t", " \n\n "])
+
+
+# --------------------------------------------------------------------------- the mathematics
+
+
+def merge_everywhere(symbols: Sequence[S], pair: tuple[S, S]) -> list[S]:
+    """``symbols`` with every occurrence of ``pair`` joined, scanning left to right without overlap."""
+    out: list[S] = []
+    i = 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
+            out.append(pair[0] + pair[1])
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return out
+
+
+def pair_counts(segments: Mapping[Any, Sequence[S]], counts: Mapping[Any, int]) -> Counter[tuple[S, S]]:
+    """How often each adjacent pair occurs, each word weighted by its count."""
+    pairs: Counter[tuple[S, S]] = Counter()
+    for word, symbols in segments.items():
+        for pair in zip(symbols, symbols[1:]):
+            pairs[pair] += counts[word]
+    return pairs
+
+
+def initial_segments(words: Mapping[str, int]) -> dict[str, list[str]]:
+    """Every word as its characters and the marker."""
+    return {word: [*word, EOW] for word in words}
+
+
+def replay(words: Mapping[str, int], merges: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    """The training words after applying ``merges`` one by one, each at every occurrence."""
+    segments = initial_segments(words)
+    for pair in merges:
+        segments = {word: merge_everywhere(symbols, tuple(pair)) for word, symbols in segments.items()}
+    return segments
+
+
+def base_symbols(words: Mapping[str, int]) -> set[str]:
+    """The characters of the corpus and the marker: the vocabulary before any merge."""
+    return set("".join(words)) | {EOW}
+
+
+def vocabulary(words: Mapping[str, int], merges: Sequence[tuple[str, str]]) -> set[str]:
+    """The base symbols and every merged symbol."""
+    return base_symbols(words) | {a + b for a, b in merges}
+
+
+def longest_match(word: str, vocab: set[str]) -> list[str]:
+    """Greedy longest match, left to right, of ``word`` plus the marker over ``vocab`` (unknown characters alone)."""
+    text, out, i = word + EOW, [], 0
+    while i < len(text):
+        end = next((j for j in range(len(text), i, -1) if text[i:j] in vocab), i + 1)
+        out.append(text[i:end])
+        i = end
+    return out
+
+
+def learn_bpe_merges(corpus: list[str], num_merges: int) -> list[tuple[str, str]]:
+    """001's ``learn_bpe_merges`` as the document writes it, re-typed.
+
+    Words are counted into a dict keyed by their symbols (characters and ``"</w>"``) in the
+    order they first occur; each round counts the pairs in that order into a ``Counter``
+    and takes ``max(pairs, key=pairs.get)``, which among tied pairs returns the first one
+    counted; the merge is applied left to right in every word, and a rewritten word's
+    count is assigned (not added) under its new symbols.
+    """
+    vocab: dict[tuple[str, ...], int] = {}
+    for word in corpus:
+        key = (*word, EOW)
+        vocab[key] = vocab.get(key, 0) + 1
+    merges: list[tuple[str, str]] = []
+    for _ in range(num_merges):
+        pairs: Counter[tuple[str, str]] = Counter()
+        for symbols, count in vocab.items():
+            for i in range(len(symbols) - 1):
+                pairs[(symbols[i], symbols[i + 1])] += count
+        if not pairs:
+            break
+        best = max(pairs, key=pairs.get)  # type: ignore[arg-type]  # the first of the tied pairs
+        merges.append(best)
+        rewritten: dict[tuple[str, ...], int] = {}
+        for symbols, count in vocab.items():
+            rewritten[tuple(merge_everywhere(symbols, best))] = count
+        vocab = rewritten
+    return merges
+
+
+@functools.lru_cache(maxsize=2)
+def training_byte_merges(num_merges: int = TEXT_MERGES) -> tuple[tuple[bytes, bytes], ...]:
+    """Byte-level merges the reference learns from the training text (its own split), once per process."""
+    return tuple(train_byte_bpe(byte_word_counts(training_text()), num_merges))
+
+
+def byte_vocabulary(merges: Sequence[tuple[bytes, bytes]]) -> set[bytes]:
+    """The 256 single bytes and every merged symbol."""
+    return {bytes([b]) for b in range(256)} | {a + b for a, b in merges}
+
+
+def tokens_mixing_characters(text: str, tokens: Sequence[bytes]) -> list[bytes]:
+    """Tokens that hold part of a character together with anything else (another character or a part of one).
+
+    A token is "whole" when it starts and ends on character boundaries of the text's UTF-8
+    bytes, and "inside" when it lies within one character's bytes; the rest are returned.
+    """
+    starts = []  # the byte offset where each character starts
+    offset = 0
+    for char in text:
+        starts.append(offset)
+        offset += len(char.encode("utf-8"))
+    boundaries = set(starts) | {offset}
+    bad, at = [], 0
+    for token in tokens:
+        end = at + len(token)
+        whole = at in boundaries and end in boundaries
+        first = max(s for s in starts if s <= at) if starts else 0
+        inside = end <= min((b for b in boundaries if b > first), default=offset)
+        if not (whole or inside):
+            bad.append(token)
+        at = end
+    return bad
+
+
+@functools.lru_cache(maxsize=1)
+def _clean_training_words() -> tuple[str, ...]:
+    """Training words without the marker's text, sorted (a fixed order for Hypothesis)."""
+    return tuple(sorted(word for word in training_words() if EOW not in word))
+
+
+@st.composite
+def training_texts(draw: st.DrawFn) -> str:
+    """Words of the training text joined by whitespace runs (leading and trailing ones included)."""
+    words = draw(st.lists(st.sampled_from(_clean_training_words()), max_size=12))
+    parts = [draw(_SEPARATORS) if draw(st.booleans()) else ""]
+    for word in words:
+        parts += [word, draw(_SEPARATORS)]
+    return "".join(parts)
+
+
+SURROGATE_TEXTS = st.builds(lambda a, s, b: a + s + b, sf.texts(max_size=4),
+                            st.sampled_from(["\ud800", "\udfff", "\udc80", "\ud83d"]), sf.texts(max_size=4))
+
+
+# --------------------------------------------------------------------------- training
+
+
+@claim_property("bpe.most-frequent-pair", needs=("bpe_train",), dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS)
+@example(words={"cd": 5, "ab": 1, "ae": 1}, num_merges=1)  # counting words, not occurrences, picks (a, b)
+@example(words={"abab": 1}, num_merges=3)  # merging only the first "ab" leaves one to merge again
+def each_merge_is_a_most_frequent_pair_of_the_corpus_as_merged_so_far(ctx: Context, words, num_merges) -> None:
+    """Replaying the merges, each one is a pair of the highest weighted count at its turn (ties: any of them)."""
+    merges = ctx.bpe_train(words, num_merges)
+    segments = initial_segments(words)
+    for rank, pair in enumerate(merges):
+        counts = pair_counts(segments, words)
+        assert counts, f"merge {rank} {pair!r} was learned when no adjacent pair was left: {segments}"
+        best = max(counts.values())
+        assert counts.get(pair, 0) == best, (
+            f"merge {rank} {pair!r} occurs {counts.get(pair, 0)} times in the corpus as merged so far, but "
+            f"{max(counts, key=counts.__getitem__)!r} occurs {best} times (segments {segments}, merges {merges})")
+        segments = {word: merge_everywhere(symbols, pair) for word, symbols in segments.items()}
+
+
+@claim_property("bpe.learn-bpe-merges", needs=(), dtypes=F64)
+@given(corpus=WORD_LISTS, num_merges=BUDGETS)
+@example(corpus=["low", "low", "lower", "newest", "widest"], num_merges=8)
+def the_documents_code_merges_most_frequent_pairs_and_agrees_with_the_reference_up_to_a_tie(
+        ctx: Context, corpus, num_merges) -> None:
+    """Corrected: 001's code learns most frequent pairs; its merges are the reference's until the first tie."""
+    learned = learn_bpe_merges(corpus, num_merges)
+    counts = Counter(corpus)
+    segments = initial_segments(counts)
+    first_tie = None
+    for rank, pair in enumerate(learned):
+        pairs = pair_counts(segments, counts)
+        best = max(pairs.values(), default=0)
+        assert pairs.get(pair, 0) == best > 0, (f"learn_bpe_merges' merge {rank} {pair!r} occurs "
+                                               f"{pairs.get(pair, 0)} times; the most frequent pair {best}")
+        if first_tie is None and sum(c == best for c in pairs.values()) > 1:
+            first_tie = rank
+        segments = {word: merge_everywhere(symbols, pair) for word, symbols in segments.items()}
+    reference = train_bpe_naive(counts, num_merges)
+    agreed = len(learned) if first_tie is None else first_tie
+    assert learned[:agreed] == reference[:agreed] and (first_tie is not None or learned == reference), (
+        f"learn_bpe_merges gives {learned}, the reference's naive trainer {reference} "
+        f"(first tie at merge {first_tie})")
+
+
+@claim_property("bpe.learn-bpe-merges", needs=(), expect="counterexample", dtypes=F64)
+@given(corpus=WORD_LISTS, num_merges=st.integers(1, 12))
+@example(corpus=["ab", "cd"], num_merges=1)
+def learn_bpe_merges_depends_only_on_the_words_and_their_counts_as_written(ctx: Context, corpus, num_merges) -> None:
+    """As written: 001's code returns the same merges for the same words in another order."""
+    forward, backward = learn_bpe_merges(corpus, num_merges), learn_bpe_merges(corpus[::-1], num_merges)
+    assert forward == backward, (f"learn_bpe_merges({corpus}) = {forward} but the reversed corpus gives {backward}: "
+                                 "max() returns whichever tied pair was counted first")
+
+
+@claim_property("bpe.learn-bpe-merges", needs=("bpe_train",), dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS)
+@example(words={"ab": 1, "cd": 1}, num_merges=1)
+def the_merges_do_not_depend_on_the_order_of_the_words(ctx: Context, words, num_merges) -> None:
+    """Corrected: the same word counts listed in reverse order give the same merges."""
+    forward = ctx.bpe_train(words, num_merges)
+    backward = ctx.bpe_train(dict(reversed(list(words.items()))), num_merges)
+    assert forward == backward, f"{words} gives {forward}, the same counts reversed give {backward}"
+
+
+@claim_property("bpe.learn-bpe-merges", needs=("bpe_train",), dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS)
+@example(words={"cd": 1, "ab": 1}, num_merges=2)
+@example(words={"cd": 5, "ab": 1, "ae": 1}, num_merges=1)
+def the_trainer_learns_the_naive_merges_with_ties_to_the_smallest_pair(ctx: Context, words, num_merges) -> None:
+    """The documents' algorithm with the tie rule made explicit (smallest pair): the reference's naive trainer."""
+    merges = ctx.bpe_train(words, num_merges)
+    naive = train_bpe_naive(words, num_merges)
+    assert merges == naive, f"{words}: the implementation learns {merges}, the naive trainer {naive}"
+
+
+@claim_property("bpe.vocabulary-size", needs=("bpe_train",), dtypes=F64)
+@given(words=sf.corpora(), num_merges=st.integers(0, EXHAUSTIVE), fewer=st.integers(0, EXHAUSTIVE))
+@example(words={"ab": 1}, num_merges=5, fewer=1)
+def each_merge_adds_one_symbol_and_training_stops_early_only_without_pairs(ctx: Context, words, num_merges,
+                                                                          fewer) -> None:
+    """Corrected: ``|V| = |B| + len(merges)``, ``len(merges) = num_merges`` unless no pair is left; a smaller
+    budget gives a prefix of the merges."""
+    merges = ctx.bpe_train(words, num_merges)
+    assert len(merges) <= num_merges, f"{len(merges)} merges for a budget of {num_merges}"
+    vocab = base_symbols(words)
+    segments = initial_segments(words)
+    for rank, pair in enumerate(merges):
+        assert pair[0] + pair[1] not in vocab, f"merge {rank} {pair!r} makes a symbol already in the vocabulary"
+        vocab.add(pair[0] + pair[1])
+        segments = {word: merge_everywhere(symbols, pair) for word, symbols in segments.items()}
+    if len(merges) < num_merges:
+        split = {word: symbols for word, symbols in segments.items() if len(symbols) > 1}
+        assert not split, f"training stopped after {len(merges)} of {num_merges} merges with pairs left: {split}"
+    k = min(fewer, num_merges)
+    smaller = ctx.bpe_train(words, k)
+    assert smaller == merges[:k], f"a budget of {k} gives {smaller}, not the first {k} of {merges}"
+
+
+@claim_property("bpe.vocabulary-size", needs=("bpe_train",), expect="counterexample", dtypes=F64)
+@given(words=sf.corpora(), num_merges=st.integers(0, EXHAUSTIVE))
+@example(words={"ab": 1}, num_merges=5)
+def the_vocabulary_has_the_base_symbols_plus_num_merges_as_written(ctx: Context, words, num_merges) -> None:
+    """As written: ``num_merges`` merges give a vocabulary of the base symbols plus ``num_merges``."""
+    merges = ctx.bpe_train(words, num_merges)
+    size, target = len(vocabulary(words, merges)), len(base_symbols(words)) + num_merges
+    assert size == target, (f"{words} with {num_merges} merges: a vocabulary of {size} symbols, not {target} "
+                            f"({len(merges)} merges before no pair was left)")
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+@claim_property("bpe.merge-order", needs=("bpe_encode",), dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS, word=sf.words("abcdef", 8))
+@example(words={"bc": 3}, num_merges=1, word="bcbc")  # one pass, first occurrence only: bc b c
+@example(words={"bbbc": 2}, num_merges=2, word="bbcbc")  # the pair most frequent in the word first: b bc bc
+@example(words={"bbcb": 1}, num_merges=2, word="bb")  # the longest symbol first: bb </w>
+def encoding_applies_the_merges_in_the_order_they_were_learned(ctx: Context, words, num_merges, word) -> None:
+    """With merges the reference learned, the implementation's symbols of a word are the reference's rank-order ones."""
+    merges = train_bpe_naive(words, num_merges)
+    symbols, expected = ctx.bpe_encode(word, merges), encode(word, merges)
+    assert symbols == expected, f"{word!r} with merges {merges}: {symbols}, in rank order {expected}"
+
+
+@claim_property("bpe.merge-order", needs=("bpe_train", "bpe_encode"), dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS)
+@example(words={"aaa": 2}, num_merges=1)  # training merges "a a a" left to right: aa a
+def encoding_a_training_word_gives_its_training_segmentation(ctx: Context, words, num_merges) -> None:
+    """With its own merges, the implementation encodes each training word as training left it."""
+    merges = ctx.bpe_train(words, num_merges)
+    segments = replay(words, merges)
+    for word, expected in segments.items():
+        symbols = ctx.bpe_encode(word, merges)
+        assert symbols == expected, f"{word!r}: encoded as {symbols}, training left it as {expected} ({merges})"
+
+
+@claim_property("bpe.merge-order", needs=("byte_bpe_encode",), dtypes=F64)
+@given(words=BYTE_CORPORA, num_merges=BUDGETS, text=ONE_PIECE)
+@example(words={b"ba": 2}, num_merges=1, text="baba")
+@example(words={b"bbbc": 4}, num_merges=2, text="bcbbcb")
+def byte_encoding_applies_the_merges_in_the_order_they_were_learned(ctx: Context, words, num_merges, text) -> None:
+    """Byte level: on one pre-tokenisation piece the tokens are the reference's rank-order ones."""
+    merges = train_byte_bpe_naive(words, num_merges)
+    tokens, expected = ctx.byte_bpe_encode(text, merges), encode_bytes(text, merges)
+    assert tokens == expected, f"{text!r} with merges {merges}: {tokens}, in rank order {expected}"
+
+
+@claim_property("bpe.merge-order", needs=("bpe_train", "bpe_encode"), expect="counterexample", dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS, word=sf.words("abcde", 8))
+@example(words={"bc": 10, "ab": 5}, num_merges=4, word="abc")
+def encoding_takes_the_longest_vocabulary_symbol_first_as_written(ctx: Context, words, num_merges, word) -> None:
+    """As written: encoding greedily takes the longest learned subword, left to right."""
+    merges = ctx.bpe_train(words, num_merges)
+    symbols, greedy = ctx.bpe_encode(word, merges), longest_match(word, vocabulary(words, merges))
+    assert symbols == greedy, (f"{word!r} with merges {merges}: BPE gives {symbols}, the longest match over the "
+                               f"vocabulary {greedy}")
+
+
+# --------------------------------------------------------------------------- coverage and OOV
+
+
+@claim_property("bpe.no-oov", needs=("bpe_train", "bpe_encode"), dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS, data=st.data())
+def a_word_of_training_characters_is_spelled_with_vocabulary_symbols(ctx: Context, words, num_merges, data) -> None:
+    """Corrected: a word made of characters seen in training is covered by the vocabulary and spelled exactly."""
+    alphabet = sorted(set("".join(words)))
+    word = data.draw(st.text(st.sampled_from(alphabet), max_size=8), label="word")
+    merges = ctx.bpe_train(words, num_merges)
+    symbols = ctx.bpe_encode(word, merges)
+    assert symbols and all(symbols) and symbols[-1].endswith(EOW), f"{word!r}: symbols {symbols}"
+    assert "".join(symbols) == word + EOW, f"{word!r}: the symbols {symbols} spell {''.join(symbols)!r}"
+    unknown = [s for s in symbols if s not in vocabulary(words, merges)]
+    assert not unknown, f"{word!r}: symbols {unknown} are not in the vocabulary"
+
+
+@claim_property("bpe.no-oov", needs=("bpe_train", "bpe_encode"), expect="counterexample", dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS, word=sf.words("abcdez\u2603", 6))
+@example(words={"ab": 2}, num_merges=2, word="a\u2603")
+def every_word_is_spelled_with_vocabulary_symbols_as_written(ctx: Context, words, num_merges, word) -> None:
+    """As written: subword units leave no word out of the vocabulary."""
+    merges = ctx.bpe_train(words, num_merges)
+    symbols = ctx.bpe_encode(word, merges)
+    unknown = [s for s in symbols if s not in vocabulary(words, merges)]
+    assert not unknown, (f"{word!r} is encoded as {symbols}; {unknown} never occurred in the corpus {words}: "
+                         "out of the vocabulary")
+
+
+@claim_property("bpe.no-oov", needs=("tokenize_text", "detokenize_text"), dtypes=F64)
+@given(text=training_texts())
+def text_of_training_words_comes_back_with_single_spaces(ctx: Context, text) -> None:
+    """Character level on running text: the words come back, the whitespace between them as one space."""
+    tokens = ctx.tokenize_text("bpe", text)
+    back = ctx.detokenize_text("bpe", tokens)
+    assert back == " ".join(text.split()), f"{text!r} -> {tokens} -> {back!r}"
+
+
+@claim_property("bpe.no-oov", needs=("byte_bpe_encode",), dtypes=F64)
+@given(text=sf.texts())
+@example(text="\U0001F600 \x00\u200d\U0001D11E")
+def byte_level_tokens_are_always_in_the_byte_vocabulary(ctx: Context, text) -> None:
+    """Byte level: the tokens of any text are single bytes or merged symbols, and hold the text's UTF-8 bytes."""
+    merges = training_byte_merges()
+    tokens = ctx.byte_bpe_encode(text, merges)
+    assert b"".join(tokens) == text.encode("utf-8"), f"{text!r}: tokens {tokens} do not hold its UTF-8 bytes"
+    unknown = [t for t in tokens if t not in byte_vocabulary(merges)]
+    assert not unknown, f"{text!r}: tokens {unknown} are outside the byte vocabulary"
+
+
+# --------------------------------------------------------------------------- byte level
+
+
+@claim_property("bpe.byte-level-round-trip", needs=("byte_bpe_encode", "byte_bpe_decode"), dtypes=F64)
+@given(text=sf.texts())
+@example(text="e\u0301 \u00e9 \U0001F468\u200d\U0001F469\u200d\U0001F467 \r\n\x00\ufeff")
+def byte_level_bpe_decodes_every_text_back_exactly(ctx: Context, text) -> None:
+    """``decode(encode(text)) == text`` for any Unicode text, with merges learned from the training text."""
+    tokens = ctx.byte_bpe_encode(text, training_byte_merges())
+    back = ctx.byte_bpe_decode(tokens)
+    assert back == text, f"{text!r} -> {tokens} -> {back!r}"
+
+
+@claim_property("bpe.byte-level-round-trip", needs=("tokenize_text", "detokenize_text"), dtypes=F64)
+@given(text=sf.texts())
+@example(text="  two\tspaces\u00a0and\u3000more  \n")
+def the_byte_level_text_tokenizer_gives_every_text_back(ctx: Context, text) -> None:
+    """The implementation's trained byte-level tokenizer: detokenising the tokens gives the text back."""
+    tokens = ctx.tokenize_text("byte-bpe", text)
+    back = ctx.detokenize_text("byte-bpe", tokens)
+    assert back == text, f"{text!r} -> {tokens} -> {back!r}"
+
+
+@claim_property("bpe.byte-level-round-trip", needs=("byte_bpe_encode", "byte_bpe_decode"), dtypes=F64)
+@given(text=SURROGATE_TEXTS)
+@example(text="a\ud800b")
+def lone_surrogates_come_back_exactly_or_are_refused(ctx: Context, text) -> None:
+    """A ``str`` with a lone surrogate (not Unicode text) round-trips; an adapter may refuse it, never alter it."""
+    tokens = ctx.byte_bpe_encode(text, training_byte_merges())
+    back = ctx.byte_bpe_decode(tokens)
+    same = back == text  # not in the assert: pytest's rewritten diff would print the raw surrogate
+    assert same, f"{text!r} -> {tokens} -> {back!r}"
+
+
+@claim_property("bpe.byte-fallback", needs=("byte_bpe_encode",), dtypes=F64)
+@given(text=sf.texts())
+@example(text="\u00e9\U0001F600")
+def without_merges_every_token_is_one_byte(ctx: Context, text) -> None:
+    """Corrected: byte-level BPE starts from the bytes: with no merges the tokens are the text's UTF-8 bytes."""
+    tokens = ctx.byte_bpe_encode(text, [])
+    expected = [bytes([b]) for b in text.encode("utf-8")]
+    assert tokens == expected, f"{text!r} with no merges: {tokens}, its bytes are {expected}"
+
+
+@claim_property("bpe.byte-fallback", needs=("byte_bpe_encode",), expect="counterexample", dtypes=F64)
+@given(words=BYTE_CORPORA, num_merges=st.integers(1, 10), text=ONE_PIECE)
+@example(words={"a\u00e9".encode(): 5}, num_merges=1, text="a\u00e9")
+def tokens_hold_whole_characters_or_a_part_of_one_as_written(ctx: Context, words, num_merges, text) -> None:
+    """As written (characters first, bytes as a fallback): no token holds part of a character next to anything else."""
+    merges = train_byte_bpe_naive(words, num_merges)
+    tokens = ctx.byte_bpe_encode(text, merges)
+    mixed = tokens_mixing_characters(text, tokens)
+    assert not mixed, f"{text!r} with merges {merges}: the tokens {mixed} cut a character and join it to a neighbour"
+
+
+# --------------------------------------------------------------------------- what gets merged
+
+
+@claim_property("bpe.subword-examples", needs=("bpe_train", "bpe_encode"), dtypes=F64)
+@given(parts=st.sampled_from([("un", "happiness"), ("token", "ization")]))
+def merges_learned_from_the_parts_give_the_documents_segmentations(ctx: Context, parts) -> None:
+    """From a corpus where both parts are frequent (``un-``, ``happiness`` 20 times; the whole word once), the
+    merges that every pair of count 21 gets give ``un | happiness</w>`` and ``token | ization</w>``."""
+    first, second = parts
+    words = {first + "-": 20, second: 20, first + second: 1}
+    merges = ctx.bpe_train(words, len(first) - 1 + len(second))
+    symbols = ctx.bpe_encode(first + second, merges)
+    assert symbols == [first, second + EOW], f"{first + second!r} with merges {merges}: {symbols}"
+
+
+@claim_property("bpe.common-words", needs=("bpe_train", "bpe_encode"), dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS, fewer=BUDGETS)
+@example(words={"abab": 1, "ab": 2}, num_merges=3, fewer=1)
+def more_merges_never_split_a_word_further_and_enough_make_each_training_word_one_symbol(
+        ctx: Context, words, num_merges, fewer) -> None:
+    """Corrected: a word's symbol count never grows with more merges; trained to the end, every training word is one."""
+    merges = ctx.bpe_train(words, num_merges)
+    k = min(fewer, len(merges))
+    for word in words:
+        more, less = ctx.bpe_encode(word, merges), ctx.bpe_encode(word, merges[:k])
+        assert len(more) <= len(less), f"{word!r}: {less} with {k} merges, {more} with {len(merges)}"
+    everything = ctx.bpe_train(words, EXHAUSTIVE)
+    for word in words:
+        symbols = ctx.bpe_encode(word, everything)
+        assert symbols == [word + EOW], f"{word!r} is {symbols} after training ran out of pairs ({everything})"
+
+
+@claim_property("bpe.common-words", needs=("bpe_train", "bpe_encode"), expect="counterexample", dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS)
+@example(words={"xab": 10, "ab": 1, "cd": 5}, num_merges=2)
+def frequent_words_become_single_symbols_before_rarer_ones_as_written(ctx: Context, words, num_merges) -> None:
+    """As written: common words become single tokens while rarer ones are split, so no word is whole while a
+    more frequent one is split."""
+    merges = ctx.bpe_train(words, num_merges)
+    whole = {word for word in words if len(ctx.bpe_encode(word, merges)) == 1}
+    for rare in whole:
+        commoner = [w for w in words if w not in whole and words[w] > words[rare]]
+        assert not commoner, (f"with merges {merges}, {rare!r} (seen {words[rare]} times) is one symbol while "
+                              f"{commoner} (seen more often) are split")
+
+
+@claim_property("bpe.between-characters-and-words", needs=("tokenize_text",), dtypes=F64)
+@given(text=training_texts())
+def a_text_has_at_least_a_token_per_word_and_at_most_one_per_character_and_marker(ctx: Context, text) -> None:
+    """Character level on training words: ``#words <= #tokens <= #characters + #words`` (the markers)."""
+    tokens = ctx.tokenize_text("bpe", text)
+    words = text.split()
+    most = sum(map(len, words)) + len(words)
+    assert len(words) <= len(tokens) <= most, (f"{text!r}: {len(tokens)} tokens for {len(words)} words and "
+                                               f"{most - len(words)} characters: {tokens}")
+
+
+# --------------------------------------------------------------------------- libraries
+
+
+@functools.lru_cache(maxsize=1)
+def byte_level_tokenizers() -> dict[str, Any]:
+    """``transformers``' GPT-2 and RoBERTa tokenizers over the 256-byte alphabet, no merges (nothing downloaded)."""
+    from specformer.adapters.hf_common import import_library
+    from specformer.protocol import NotApplicable
+
+    try:
+        tokenizers = import_library("tokenizers", "tokenizers", "bpe.gpt2-byte-level")
+        transformers = import_library("transformers", "transformers", "bpe.gpt2-byte-level")
+    except ImportError as exc:
+        raise NotApplicable(str(exc)) from exc
+    alphabet = sorted(tokenizers.pre_tokenizers.ByteLevel.alphabet())
+    vocab = {char: i for i, char in enumerate(alphabet)}
+    specials = {"<s>": 256, "</s>": 257, "<unk>": 258, "<pad>": 259, "<mask>": 260}
+    return {"GPT2Tokenizer": transformers.GPT2Tokenizer(vocab=dict(vocab), merges=[]),
+            "RobertaTokenizer": transformers.RobertaTokenizer(vocab={**vocab, **specials}, merges=[])}
+
+
+def xlm_bpe(word: str, ranks: dict[tuple[str, str], int]) -> str:
+    """``transformers``' ``XLMTokenizer.bpe`` on one word (called unbound: the class needs ``sacremoses`` to build)."""
+    from types import SimpleNamespace
+
+    from specformer.adapters.hf_common import import_library
+    from specformer.protocol import NotApplicable
+
+    try:
+        module = import_library("transformers.models.xlm.tokenization_xlm", "transformers", "bpe.gpt2-byte-level")
+    except ImportError as exc:
+        raise NotApplicable(str(exc)) from exc
+    return module.XLMTokenizer.bpe(SimpleNamespace(cache={}, bpe_ranks=ranks), word)
+
+
+@claim_property("bpe.gpt2-byte-level", needs=(), dtypes=F64, max_examples=10)
+@given(text=sf.texts(), word=sf.words("low\u00e9\U0001F600", 5))
+@example(text="h\u00e9llo \U0001F601 w\u00f6rld\x00", word="low")
+def gpt2_and_roberta_tokenizers_are_byte_level_bpe_and_xlm_is_character_level(ctx: Context, text, word) -> None:
+    """``GPT2Tokenizer`` and ``RobertaTokenizer`` are BPE models behind ``ByteLevel``: with no merges, one token per
+    UTF-8 byte and exact decoding; ``XLMTokenizer.bpe`` splits a word into characters, the marker on the last."""
+    for name, tokenizer in byte_level_tokenizers().items():
+        backend = tokenizer.backend_tokenizer
+        kinds = type(backend.model).__name__, type(backend.pre_tokenizer).__name__
+        assert kinds == ("BPE", "ByteLevel"), f"{name} is {kinds[0]} behind {kinds[1]}"
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        size = len(text.encode("utf-8"))
+        assert len(ids) == size, f"{name}: {len(ids)} tokens for the {size} bytes of {text!r}"
+        back = tokenizer.decode(ids, clean_up_tokenization_spaces=False)
+        assert back == text, f"{name}: {text!r} decodes to {back!r}"
+    split = xlm_bpe(word, {})
+    expected = " ".join([*word[:-1], word[-1] + EOW])
+    assert split == expected, f"XLMTokenizer.bpe({word!r}) with no merges is {split!r}, not {expected!r}"
+    merged = xlm_bpe("low", {("l", "o"): 0, ("lo", "w" + EOW): 1})
+    assert merged == "low" + EOW, f"XLMTokenizer.bpe('low') with merges (l, o), (lo, w</w>) is {merged!r}"

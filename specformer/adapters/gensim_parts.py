@@ -1,0 +1,116 @@
+"""gensim's word2vec and FastText parts behind the embeddings family's protocol.
+
+* ``char_ngrams``: ``gensim.models.fasttext.compute_ngrams(word, min_n, max_n)``, the
+  n-grams of ``"<" + word + ">"`` by length, then position, on Unicode code points. (The
+  vectors themselves are looked up through ``compute_ngrams_bytes``, which for
+  ``min_n = 1`` leaves out the bare markers ``"<"`` and ``">"``, as fastText's C++ does.)
+* ``noise_distribution``: the table gensim draws negative samples from. ``Word2Vec
+  (ns_exponent=e).build_vocab_from_freq(counts)`` builds ``cum_table``, the cumulative
+  sums of ``count^e`` scaled to ``domain = 2^31 - 1`` and rounded to integers
+  (``make_cum_table``); a word is drawn with probability (its increment) / ``domain``. The
+  adapter differentiates the table back into those probabilities, in the order of the
+  protocol's counts (gensim sorts its vocabulary by count). Each cumulative value is
+  rounded by at most 1/2, so each probability is within ``1 / (2^31 - 1) = 4.7e-10`` of
+  ``count^e / sum count^e``. Counts must be whole numbers of at least 1 (gensim's
+  vocabulary holds words seen at least ``min_count >= 1`` times).
+* ``cbow_hidden``: the CBOW forward pass of ``Word2Vec.predict_output_word`` with
+  ``cbow_mean=1``: ``l1 = sum of the context rows / their number`` (with ``cbow_mean=0``
+  it would be the sum), followed by ``softmax(l1 syn1neg^T)``. The adapter sets the
+  input vectors to the table and ``syn1neg`` to rows ``0, e_1, ..., e_d``, so that
+  ``log p_k - log p_0 = l1_k`` recovers the hidden vector from gensim's own output.
+  Tables with entries beyond 40 in absolute value are not applicable (the softmax would
+  overflow).
+
+gensim is imported on first use; without it each operation raises an ``ImportError``
+that names the package. Inputs are float32 or float64 (numpy has no bfloat16); results
+come back in the input's dtype, on its device. This module does not train models.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from specformer.adapters.hf_common import import_library
+from specformer.protocol.base import NotApplicable
+
+#: The release the adapter is written against.
+GENSIM_VERSION = "4.4.0"
+#: Entries beyond this are outside the ``cbow_hidden`` domain (``exp`` of the hidden vector).
+CBOW_ENTRY_LIMIT = 40.0
+
+
+def _gensim(module: str) -> ModuleType:
+    return import_library(f"gensim.{module}", "gensim", "gensim")
+
+
+def _numpy_dtype(x: torch.Tensor) -> Any:
+    import numpy as np
+
+    if x.dtype not in (torch.float32, torch.float64):
+        raise NotApplicable(f"gensim works in numpy float32 and float64, not {x.dtype}")
+    return np.float64 if x.dtype == torch.float64 else np.float32
+
+
+def _word2vec(**settings: Any) -> Any:
+    word2vec = _gensim("models.word2vec")
+    return word2vec.Word2Vec(min_count=1, workers=1, **settings)
+
+
+class GensimParts:
+    """gensim 4.4's n-grams, negative-sampling table and CBOW forward pass."""
+
+    name = "gensim"
+
+    def char_ngrams(self, word: str, min_n: int = 3, max_n: int = 6) -> list[str]:
+        """``gensim.models.fasttext.compute_ngrams(word, min_n, max_n)``."""
+        fasttext = _gensim("models.fasttext")
+        return [str(g) for g in fasttext.compute_ngrams(word, min_n, max_n)]
+
+    def noise_distribution(self, counts: torch.Tensor, exponent: float = 0.75) -> torch.Tensor:
+        """The probabilities of gensim's ``cum_table`` for ``counts (V,)`` and ``ns_exponent = exponent``."""
+        import numpy as np
+
+        dtype = _numpy_dtype(counts)
+        values = counts.detach().cpu().to(torch.float64)
+        if not bool((values >= 1).all()) or not bool((values == values.round()).all()):
+            raise NotApplicable("gensim's vocabulary takes whole counts of at least 1")
+        model = _word2vec(vector_size=1, negative=1, ns_exponent=float(exponent))
+        keys = [f"w{i}" for i in range(values.numel())]
+        model.build_vocab_from_freq({key: int(c) for key, c in zip(keys, values.tolist())})
+        cumulative = model.cum_table.astype(np.float64)  # (V,), by gensim's index; last entry = domain
+        increments = np.diff(cumulative, prepend=0.0) / cumulative[-1]  # (V,)
+        by_word = np.array([increments[model.wv.get_index(key)] for key in keys])  # the protocol's order
+        return torch.from_numpy(by_word.astype(dtype)).to(counts.device)
+
+    def cbow_hidden(self, context_ids: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        """CBOW's hidden vector from ``Word2Vec.predict_output_word`` (``cbow_mean=1``), one context per row."""
+        import numpy as np
+
+        dtype = _numpy_dtype(table)
+        if bool((table.abs() > CBOW_ENTRY_LIMIT).any()):
+            raise NotApplicable(f"the adapter recovers CBOW's hidden vector for entries up to {CBOW_ENTRY_LIMIT}")
+        vocab, dim = table.shape
+        size = max(vocab, dim + 1)  # room for the rows 0, e_1 .. e_d of syn1neg
+        model = _word2vec(vector_size=dim, negative=1, sg=0, cbow_mean=1)
+        model.build_vocab_from_freq({f"w{i}": size - i for i in range(size)})  # distinct counts: index i is w{i}
+        if model.wv.index_to_key != [f"w{i}" for i in range(size)]:
+            raise RuntimeError("gensim did not keep the vocabulary in the order of its counts")
+        vectors = np.zeros((size, dim), dtype=dtype)
+        vectors[:vocab] = table.detach().cpu().numpy()
+        model.wv.vectors = vectors
+        model.syn1neg = np.zeros((size, dim), dtype=dtype)
+        model.syn1neg[1:dim + 1] = np.eye(dim, dtype=dtype)  # row k + 1 scores l1_k; row 0 scores 0
+        hidden = np.zeros((context_ids.shape[0], dim), dtype=dtype)
+        for b, row in enumerate(context_ids.detach().cpu().tolist()):
+            predicted = model.predict_output_word([int(i) for i in row], topn=size)  # [(key, p)], all words
+            p = np.zeros(size, dtype=np.float64)
+            for key, probability in predicted:
+                p[model.wv.get_index(key)] = probability
+            hidden[b] = np.log(p[1:dim + 1]) - np.log(p[0])  # l1_k = log p_{k+1} - log p_0
+        return torch.from_numpy(hidden).to(table.device)
+
+
+implementation = GensimParts()

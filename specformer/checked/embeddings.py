@@ -1,0 +1,57 @@
+"""Checked calls of the embeddings family.
+
+Mixed into :class:`specformer.context.Context`: casts float inputs to the dtype under test
+(ids stay ``int64``; word counts travel as whole numbers in the dtype under test), calls the operation in the implementation's
+worker, checks the result's shape, dtype and device (or, for n-grams, that it is a list
+of strings), and returns float64 CPU tensors.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from specformer.context import ContextBase as _Base
+else:
+    _Base = object
+
+
+class EmbeddingCalls(_Base):
+    """The embeddings family's operations, as a property calls them."""
+
+    def embedding_lookup(self, ids: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        """The implementation's rows ``table[ids]``, as float64."""
+        result = self.call("embedding_lookup", ids.to(torch.int64), self.cast(table), names=("ids", "table"))
+        return self._returned("embedding_lookup", result, (*ids.shape, table.shape[-1]), "looked-up rows")
+
+    def cosine_similarity(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """The implementation's row-wise cosine similarities, as float64."""
+        result = self.call("cosine_similarity", self.cast(a), self.cast(b), names=("a", "b"))
+        return self._returned("cosine_similarity", result, (a.shape[0],), "cosine similarities")
+
+    def cbow_hidden(self, context_ids: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        """The implementation's CBOW hidden vectors ``(B, d)``, as float64."""
+        result = self.call("cbow_hidden", context_ids.to(torch.int64), self.cast(table),
+                           names=("context_ids", "table"))
+        return self._returned("cbow_hidden", result, (context_ids.shape[0], table.shape[-1]), "CBOW hidden vectors")
+
+    def noise_distribution(self, counts: torch.Tensor, exponent: float = 0.75) -> torch.Tensor:
+        """The implementation's noise distribution ``(V,)``, as float64."""
+        result = self.call("noise_distribution", self.cast(counts.to(torch.float64)), names=("counts",),
+                           exponent=exponent)
+        return self._returned("noise_distribution", result, (counts.shape[0],), "noise probabilities")
+
+    def glove_weight(self, x: torch.Tensor, x_max: float = 100.0, alpha: float = 0.75) -> torch.Tensor:
+        """The implementation's GloVe weights, as float64."""
+        result = self.call("glove_weight", self.cast(x), names=("x",), x_max=x_max, alpha=alpha)
+        return self._returned("glove_weight", result, tuple(x.shape), "GloVe weights")
+
+    def char_ngrams(self, word: str, min_n: int = 3, max_n: int = 6) -> list[str]:
+        """The implementation's character n-grams of ``word``."""
+        from specformer.checked.tokenization import _items
+
+        result = self.call("char_ngrams", word, min_n, max_n, names=("word", "min_n", "max_n"))
+        return _items("char_ngrams", result, str, f"the n-grams of {word!r:.100}")
+

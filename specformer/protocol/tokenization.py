@@ -1,0 +1,132 @@
+"""The tokenization family's operations: training and applying subword tokenizers.
+
+Conventions (the same for every implementation; adapters convert):
+
+* character-level BPE works on words (a whitespace split is the caller's business): a
+  word is its characters followed by an end-of-word marker (``"</w>"`` by default), and a
+  merge is a pair of symbol strings; ``bpe_train`` takes word counts and returns the
+  merges in the order they were learned; ``bpe_encode`` splits one word with them and
+  returns its symbols, the marker included in the last one;
+* byte-level BPE works on bytes: a merge is a pair of byte strings; ``byte_bpe_train``
+  takes counts of pre-split pieces (``bytes``), ``byte_bpe_encode`` encodes any text
+  (its own pre-split, documented by the implementation) into byte tokens and
+  ``byte_bpe_decode`` joins them back into text;
+* ``wordpiece`` splits one word with a given vocabulary, continuation pieces carrying a
+  prefix (``"##"``), returning ``[unk]`` when the word cannot be covered;
+* ``unigram_segment`` returns a segmentation of one word into pieces of a given unigram
+  model (piece -> log-probability) that maximises the sum of the log-probabilities;
+* ``tokenize_text(kind, text)`` and ``detokenize_text(kind, tokens)`` run a tokenizer the
+  implementation holds (trained by itself, deterministically, on :data:`TRAINING_CORPUS`,
+  or shipped with its library) on running text. ``kind`` names it: ``"words"`` (a word
+  tokenizer), ``"characters"``, ``"bpe"``, ``"byte-bpe"``, ``"wordpiece"``,
+  ``"unigram"``, ``"bert"`` (the shipped BERT vocabulary).
+
+An adapter raises :class:`~specformer.protocol.base.NotApplicable` for a ``kind`` or an
+input its library does not take. This module declares the operations only;
+:mod:`specformer.checked.tokenization` calls them and checks what they return.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from specformer.protocol.base import Family, Operation
+
+__all__ = [
+    "BPEImplementation",
+    "ByteBPEImplementation",
+    "FAMILY",
+    "TEXT_KINDS",
+    "TRAINING_CORPUS",
+    "TextTokenizerImplementation",
+    "UnigramImplementation",
+    "WordPieceImplementation",
+]
+
+#: What ``tokenize_text`` may be asked to run.
+TEXT_KINDS = ("words", "characters", "bpe", "byte-bpe", "wordpiece", "unigram", "bert")
+
+#: The text trained tokenizers learn from: :func:`specformer.reference.tokenization.training.training_text`,
+#: the same bytes for every implementation on the same installation.
+TRAINING_CORPUS = "specformer.reference.tokenization.training:training_text"
+
+
+class BPEImplementation(Protocol):
+    """Character-level byte pair encoding with an end-of-word marker."""
+
+    name: str
+
+    def bpe_train(self, words: dict[str, int], num_merges: int, *, end_of_word: str = "</w>") -> list[tuple[str, str]]:
+        """The merges learned from ``words`` (word -> count), at most ``num_merges``, in order."""
+        ...
+
+    def bpe_encode(self, word: str, merges: list[tuple[str, str]], *, end_of_word: str = "</w>") -> list[str]:
+        """The symbols of ``word`` (its last symbol ends with ``end_of_word``) after applying ``merges``."""
+        ...
+
+
+class ByteBPEImplementation(Protocol):
+    """Byte-level byte pair encoding (GPT-2 style): any text, no unknown token."""
+
+    name: str
+
+    def byte_bpe_train(self, words: dict[bytes, int], num_merges: int) -> list[tuple[bytes, bytes]]:
+        """The merges learned from ``words`` (piece -> count), at most ``num_merges``, in order."""
+        ...
+
+    def byte_bpe_encode(self, text: str, merges: list[tuple[bytes, bytes]]) -> list[bytes]:
+        """``text`` as byte tokens after applying ``merges``."""
+        ...
+
+    def byte_bpe_decode(self, tokens: list[bytes]) -> str:
+        """The text of byte ``tokens``."""
+        ...
+
+
+class WordPieceImplementation(Protocol):
+    """WordPiece encoding of one word: greedy longest match first, with a continuation prefix."""
+
+    name: str
+
+    def wordpiece(self, word: str, vocab: list[str], *, unk: str = "[UNK]", prefix: str = "##",
+                  max_chars: int = 100) -> list[str]:
+        """The pieces of ``word`` (pieces after the first carry ``prefix``), or ``[unk]``."""
+        ...
+
+
+class UnigramImplementation(Protocol):
+    """Segmentation under a unigram language model (Viterbi)."""
+
+    name: str
+
+    def unigram_segment(self, word: str, pieces: dict[str, float]) -> list[str]:
+        """A segmentation of ``word`` into ``pieces`` (piece -> log-probability) of maximal total log-probability."""
+        ...
+
+
+class TextTokenizerImplementation(Protocol):
+    """A tokenizer the implementation holds, run on text."""
+
+    name: str
+
+    def tokenize_text(self, kind: str, text: str) -> list[str]:
+        """The tokens of ``text`` under the tokenizer ``kind`` (one of :data:`TEXT_KINDS`)."""
+        ...
+
+    def detokenize_text(self, kind: str, tokens: list[str]) -> str:
+        """The text of ``tokens`` under the tokenizer ``kind``."""
+        ...
+
+
+#: The tokenization family, registered in :data:`specformer.protocol.FAMILIES`.
+FAMILY = Family("tokenization", (
+    Operation("bpe_train", BPEImplementation),
+    Operation("bpe_encode", BPEImplementation),
+    Operation("byte_bpe_train", ByteBPEImplementation),
+    Operation("byte_bpe_encode", ByteBPEImplementation),
+    Operation("byte_bpe_decode", ByteBPEImplementation),
+    Operation("wordpiece", WordPieceImplementation),
+    Operation("unigram_segment", UnigramImplementation),
+    Operation("tokenize_text", TextTokenizerImplementation),
+    Operation("detokenize_text", TextTokenizerImplementation),
+))

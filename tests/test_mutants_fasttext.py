@@ -1,0 +1,89 @@
+"""Every property of ``properties/embeddings/fasttext.py`` catches wrong n-grams or a mis-statement of
+how a word's vector is composed."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+from conftest import assert_caught, run_row
+from mutants import Mutant
+from specformer.properties.embeddings import fasttext
+from specformer.reference.embeddings.fasttext import compose
+
+
+def _ngrams(marked: bool = True, lengths: str = "all", distinct: bool = False):
+    def char_ngrams(word, min_n=3, max_n=6):
+        s = f"<{word}>" if marked else word
+        top = min_n if lengths == "min" else max_n
+        grams = [s[i:i + n] for n in range(min_n, top + 1) for i in range(len(s) - n + 1)]
+        return list(dict.fromkeys(grams)) if distinct else grams
+
+    return char_ngrams
+
+
+NO_MARKERS = Mutant("ngrams-without-boundary-markers", char_ngrams=_ngrams(marked=False))
+ONE_LENGTH = Mutant("ngrams-of-min_n-only", char_ngrams=_ngrams(lengths="min"))
+DISTINCT = Mutant("ngrams-as-a-set", char_ngrams=_ngrams(distinct=True))
+
+NGRAMS = "fasttext.the_ngrams_are_the_substrings_of_the_marked_word"
+DOCUMENTED = "fasttext.the_documents_trigrams_of_apple_and_where"
+COMPOSITION = "fasttext.the_three_readings_agree_on_direction_only_for_unseen_words"
+GENSIM = "fasttext.gensim_averages_the_ngram_vectors"
+
+CASES = [
+    (NGRAMS, NO_MARKERS), (NGRAMS, ONE_LENGTH), (NGRAMS, DISTINCT),
+    (DOCUMENTED, NO_MARKERS),
+]
+
+
+@pytest.mark.parametrize(("qualname", "mutant"), CASES, ids=[f"{q.split('.', 1)[1]}-{m.name}" for q, m in CASES])
+def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
+    row = assert_caught(qualname, mutant)
+    assert row.message, "a caught mutant must come with a message"
+
+
+def test_the_reference_passes() -> None:
+    from specformer.adapters.reference import implementation
+
+    for qualname in (NGRAMS, DOCUMENTED):
+        assert run_row(qualname, implementation).outcome == "pass"
+
+
+def test_a_mean_that_sums_is_caught(monkeypatch) -> None:
+    assert run_row(COMPOSITION, None).outcome == "pass"
+    monkeypatch.setattr(fasttext, "compose", lambda v, z, combine="mean": compose(v, z, "sum" if combine == "mean"
+                                                                                   else combine))
+    row = run_row(COMPOSITION, None)
+    assert row.outcome == "fail", row
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gensim") is None, reason="gensim is not installed")
+def test_a_statement_that_gensim_sums_is_caught(monkeypatch) -> None:
+    assert run_row(GENSIM, None).outcome == "pass"
+    monkeypatch.setattr(fasttext, "GENSIM_COMBINE", "sum")
+    row = run_row(GENSIM, None)
+    assert row.outcome == "fail" and "gensim's vector" in row.message, row
+
+
+def test_every_fasttext_property_is_covered(properties) -> None:
+    covered = {q for q, _ in CASES} | {COMPOSITION, GENSIM}
+    mine = {q for q, p in properties.items() if p.module == "fasttext"}
+    assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
+
+
+def test_the_reference_rejects_bad_input() -> None:
+    from specformer.reference.embeddings.fasttext import char_ngrams
+
+    with pytest.raises(ValueError, match="1 <= min_n <= max_n"):
+        char_ngrams("where", 0, 3)
+    with pytest.raises(ValueError, match="1 <= min_n <= max_n"):
+        char_ngrams("where", 4, 3)
+    with pytest.raises(ValueError, match="word must be a string"):
+        char_ngrams(b"where")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown combine 'median'"):
+        compose(None, torch.ones(2, 3), "median")
+    with pytest.raises(ValueError, match="nothing to combine"):
+        compose(None, torch.ones(0, 3), "mean")

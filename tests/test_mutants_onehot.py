@@ -1,0 +1,202 @@
+"""Every property of ``properties/embeddings/onehot.py`` catches a wrong lookup or a mis-statement.
+
+Lookup mutants replace ``embedding_lookup``; the properties about PyTorch's own module and
+the documents' numbers (``needs=()``) are shown to fail by swapping the small functions
+and constants they are built from. The family's strategies are tested here too.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from conftest import assert_caught, run_row
+from mutants import Mutant
+from specformer.properties.embeddings import onehot
+from specformer.properties.embeddings import strategies as sf
+
+NEXT_ROW = Mutant("lookup-next-row", embedding_lookup=lambda ids, table: table[(ids + 1) % table.shape[0]])
+ROW_ZERO = Mutant("lookup-row-zero", embedding_lookup=lambda ids, table: table[torch.zeros_like(ids)])
+
+ORTHOGONAL = "onehot.one_hot_vectors_are_orthogonal_unit_vectors_all_sqrt_2_apart"
+LOOKUP = "onehot.looking_up_a_row_is_multiplying_its_one_hot_vector_by_the_table"
+RATIO = "onehot.a_512_wide_embedding_is_97_7_times_narrower_than_a_50000_wide_one_hot_vector"
+RATIO_AS_WRITTEN = "onehot.a_512_wide_embedding_is_100_times_narrower_as_written"
+PARAMETERS = "onehot.a_50k_by_4096_table_holds_204_8_million_parameters"
+INIT = "onehot.nn_embedding_starts_from_standard_normal_entries"
+INIT_AS_WRITTEN = "onehot.nn_embedding_starts_uniform_within_one_over_sqrt_d_as_written"
+TYING = "onehot.a_tied_output_layer_shares_the_embedding_matrix"
+FREEZING = "onehot.a_frozen_pretrained_table_stays_as_loaded_and_a_fine_tuned_one_moves"
+BACKPROP = "onehot.the_gradient_of_a_lookup_is_the_one_hot_transpose_times_the_upstream_gradient"
+
+CASES = [
+    (ORTHOGONAL, NEXT_ROW), (ORTHOGONAL, ROW_ZERO),
+    (LOOKUP, NEXT_ROW), (LOOKUP, ROW_ZERO),
+]
+
+
+@pytest.mark.parametrize(("qualname", "mutant"), CASES, ids=[f"{q.split('.', 1)[1]}-{m.name}" for q, m in CASES])
+def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
+    row = assert_caught(qualname, mutant)
+    assert row.message, "a caught mutant must come with a message"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_reference_passes_the_lookup_properties(dtype: str) -> None:
+    from specformer.adapters.reference import implementation
+
+    for qualname in (ORTHOGONAL, LOOKUP):
+        assert run_row(qualname, implementation, dtype).outcome == "pass"
+
+
+def test_the_ratio_is_refuted_and_a_document_that_gave_100_is_not(monkeypatch) -> None:
+    assert run_row(RATIO, None).outcome == "pass"
+    row = run_row(RATIO_AS_WRITTEN, None)
+    assert row.outcome == "refuted" and "97.66" in row.message, row
+    monkeypatch.setattr(onehot, "DOCUMENT_VOCAB", 51_200)  # 51,200 / 512 = 100 exactly
+    assert run_row(RATIO_AS_WRITTEN, None).outcome == "fail"
+
+
+def test_a_misstated_ratio_is_caught(monkeypatch) -> None:
+    monkeypatch.setattr(onehot, "DOCUMENT_RATIO", 50)
+    row = run_row(RATIO, None)
+    assert row.outcome == "fail" and "within 3%" in row.message, row
+
+
+def test_a_misstated_parameter_count_is_caught(monkeypatch) -> None:
+    assert run_row(PARAMETERS, None).outcome == "pass"
+    monkeypatch.setattr(onehot, "SUMMARY_PARAMETERS", 250_000_000)
+    row = run_row(PARAMETERS, None)
+    assert row.outcome == "fail" and "two significant figures" in row.message, row
+
+
+def _uniform_table(vocab: int, dim: int, seed: int) -> torch.Tensor:
+    """The document's initialisation: Uniform(-1/sqrt(d), 1/sqrt(d))."""
+    g = torch.Generator().manual_seed(seed)
+    return (torch.rand(vocab, dim, generator=g, dtype=torch.float64) * 2 - 1) / dim**0.5
+
+
+def test_the_initialisation_is_refuted_and_the_documents_law_would_fail_the_correction(monkeypatch) -> None:
+    assert run_row(INIT, None).outcome == "pass"
+    row = run_row(INIT_AS_WRITTEN, None)
+    assert row.outcome == "refuted" and "beyond 1/sqrt(d)" in row.message, row
+    monkeypatch.setattr(onehot, "default_table", _uniform_table)
+    row = run_row(INIT, None)
+    assert row.outcome == "fail" and "Kolmogorov distance" in row.message, row
+    assert run_row(INIT_AS_WRITTEN, None).outcome == "fail"  # no counterexample under the document's law
+
+
+def test_the_dkw_bound_is_what_the_spec_states() -> None:
+    bound = (torch.log(torch.tensor(2 / onehot.DELTA)) / (2 * onehot.SAMPLES)).sqrt()
+    assert float(bound) <= 0.0058 and 11 * onehot.DELTA <= 1e-6
+
+
+def _copy_tie(model):
+    model.output.weight = nn.Parameter(model.embedding.weight.detach().clone())
+    return model
+
+
+def test_a_tie_that_copies_the_matrix_is_caught(monkeypatch) -> None:
+    assert run_row(TYING, None).outcome == "pass"
+    monkeypatch.setattr(onehot, "tie", _copy_tie)
+    row = run_row(TYING, None)
+    assert row.outcome == "fail", row
+
+
+def test_a_freeze_of_a_detached_copy_is_caught(monkeypatch) -> None:
+    assert run_row(FREEZING, None).outcome == "pass"
+    monkeypatch.setattr(onehot, "freeze", lambda embedding: embedding.weight.detach().requires_grad_(False))
+    row = run_row(FREEZING, None)
+    assert row.outcome == "fail" and "frozen" in row.message, row
+
+
+def test_a_gradient_scaled_by_frequency_is_caught(monkeypatch) -> None:
+    assert run_row(BACKPROP, None).outcome == "pass"
+    monkeypatch.setattr(onehot, "make_embedding", lambda table: nn.Embedding.from_pretrained(
+        table.clone(), freeze=False, scale_grad_by_freq=True))
+    row = run_row(BACKPROP, None)
+    assert row.outcome == "fail" and "gradient of the table" in row.message, row
+
+
+def test_every_onehot_property_is_covered(properties) -> None:
+    covered = {q for q, _ in CASES} | {RATIO, RATIO_AS_WRITTEN, PARAMETERS, INIT, INIT_AS_WRITTEN, TYING, FREEZING,
+                                       BACKPROP}
+    mine = {q for q, p in properties.items() if p.module == "onehot"}
+    assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
+
+
+def test_the_reference_rejects_bad_input() -> None:
+    from specformer.reference.embeddings.onehot import lookup, one_hot
+
+    table = torch.ones(3, 2, dtype=torch.float64)
+    with pytest.raises(ValueError, match="ids must be an integer tensor"):
+        lookup(torch.tensor([0.0]), table)
+    with pytest.raises(ValueError, match=r"ids must lie in \[0, 3\)"):
+        lookup(torch.tensor([3]), table)
+    with pytest.raises(ValueError, match="2-D"):
+        lookup(torch.tensor([0]), torch.ones(3))
+    with pytest.raises(ValueError, match="vocab_size must be at least 1"):
+        one_hot(torch.tensor([0]), 0)
+
+
+# -- the family's strategies -------------------------------------------------------------------
+
+FEW = settings(max_examples=40, deadline=None, database=None)
+
+
+@FEW
+@given(case=sf.lookup_cases())
+def test_lookup_cases_hold_valid_ids(case) -> None:
+    ids, table = case
+    assert ids.dtype == torch.int64 and table.dtype == torch.float64 and table.dim() == 2
+    assert ids.numel() == 0 or (0 <= int(ids.min()) and int(ids.max()) < table.shape[0])
+
+
+@FEW
+@given(case=sf.vector_pairs(min_norm=0.1))
+def test_vector_pairs_keep_away_from_zero(case) -> None:
+    a, b = case
+    assert a.shape == b.shape and bool((a.norm(dim=-1) >= 0.1).all()) and bool((b.norm(dim=-1) >= 0.1).all())
+
+
+@FEW
+@given(counts=sf.word_counts())
+def test_word_counts_are_whole_and_positive(counts) -> None:
+    assert bool((counts >= 1).all()) and bool((counts == counts.round()).all()) and counts.max() <= 10**6
+
+
+@FEW
+@given(x=sf.cooccurrences())
+def test_cooccurrences_are_finite_and_non_negative(x) -> None:
+    assert bool(torch.isfinite(x).all()) and bool((x >= 0).all())
+
+
+@FEW
+@given(case=sf.context_cases())
+def test_context_cases_have_a_context(case) -> None:
+    ids, table = case
+    assert ids.dim() == 2 and ids.shape[1] >= 1 and int(ids.max()) < table.shape[0]
+
+
+@FEW
+@given(word=sf.words())
+def test_words_are_strings_without_lone_surrogates(word) -> None:
+    assert isinstance(word, str)
+    word.encode("utf-8")  # raises on a lone surrogate
+
+
+def test_nonzero_rows_replaces_only_short_rows() -> None:
+    x = torch.tensor([[0.0, 0.0], [3.0, 4.0], [1e-9, 0.0]], dtype=torch.float64)
+    out = sf.nonzero_rows(x, 0.1)
+    assert torch.equal(out, torch.tensor([[1.0, 0.0], [3.0, 4.0], [1.0, 0.0]], dtype=torch.float64))
+    assert torch.equal(x[0], torch.zeros(2, dtype=torch.float64)), "the input must not change"
+
+
+@FEW
+@given(shape=st.sampled_from([(), (3,), (2, 3)]), data=st.data())
+def test_id_tensors_have_the_shape(shape, data) -> None:
+    ids = data.draw(sf.id_tensors(4, shape))
+    assert tuple(ids.shape) == shape and ids.dtype == torch.int64

