@@ -248,6 +248,8 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
                    "--row-timeout", str(args.row_timeout), "--threads", str(args.threads),
                    "--memory-limit", str(args.memory_limit)]
     if args.jobs > 1:
+        # the plugin's scheduler sends an implementation's rows to one job (see
+        # plugin.pytest_xdist_make_scheduler); "load" is the fallback it keeps for small runs
         pytest_args += ["-n", str(args.jobs), "--dist", "load"]
     else:
         pytest_args += ["-p", "no:xdist"]

@@ -293,6 +293,33 @@ def pytest_configure_node(node: Any) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist: send all the rows of one implementation to one job, which then loads it once.
+
+    Loading is most of a small implementation's cost (importing ``transformers``, training
+    a tokenizer), and with xdist's ``load`` every job loads every implementation. Groups go
+    out largest first, a job taking the next when it runs low. With fewer groups than twice
+    the jobs (a run of one or two implementations) rows are spread one by one, as before.
+    """
+    state: SuiteState = config.stash[_STATE]
+    jobs = int(getattr(config.option, "numprocesses", 0) or 0)
+    if not state.active or len(state.implementations) + 1 < 2 * jobs:
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByImplementation(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return implementation_of(nodeid)
+
+    return ByImplementation(config, log)
+
+
+def implementation_of(nodeid: str) -> str:
+    """The implementation of a row's node id ``...::name[IMPL-DEVICE-DTYPE]`` (names may hold ``-``)."""
+    return nodeid.rsplit("[", 1)[-1].rstrip("]").rsplit("-", 2)[0]
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """xdist: the number of rows the run must produce (every worker collects the same items)."""
     state: SuiteState = node.config.stash[_STATE]

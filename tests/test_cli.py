@@ -21,6 +21,7 @@ from specformer.cli import build_parser, main
 from specformer.loading import load_implementation
 from specformer.property import load_properties
 from specformer.report import REPORT_SCHEMA
+from specformer.plugin import implementation_of
 from specformer.runner import MATH, reproduce_command
 
 SUMS = "attention.weights-sum-to-one"
@@ -129,6 +130,28 @@ def test_run_exits_0_and_reports_only_the_selected_claim(sums_run) -> None:
     assert report["summary"]["ok"] is True and report["summary"]["complete"] is True
     assert [i["name"] for i in report["implementations"]] == ["reference"]
     assert report["environment"]["profile"] == "ci"
+
+
+def test_two_jobs_give_the_rows_of_one_job_with_each_implementation_run_by_one_job(tmp_path: Path) -> None:
+    impls = ("reference", "torch-sdpa", "torch-mha")
+    done = cli("run", "--claims", SUMS, *(a for i in impls for a in ("--impl", i)), "--jobs", "2",
+               "--report", "R.json", "-v", cwd=tmp_path)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    report = json.loads((tmp_path / "R.json").read_text(encoding="utf-8"))
+    assert report["summary"]["complete"] is True and report["summary"]["ok"] is True
+    assert sorted((r["implementation"], r["dtype"]) for r in report["rows"]) == [
+        (i, d) for i in sorted(impls) for d in ("float32", "float64")]
+    jobs: dict[str, set[str]] = {}  # -v names each row's job: "[gw0] [ 16%] PASSED ...[IMPL-cpu-DTYPE]"
+    for line in output.splitlines():
+        if line.startswith("[gw") and "[" in line.rstrip().rstrip("]"):
+            jobs.setdefault(implementation_of(line.rstrip()), set()).add(line.split("]", 1)[0])
+    assert set(jobs) == set(impls) and all(len(j) == 1 for j in jobs.values()), jobs
+
+
+def test_a_rows_node_id_names_its_implementation() -> None:
+    assert implementation_of("attention/attention.py::p[hf-bert-tokenizer-cpu-float64]") == "hf-bert-tokenizer"
+    assert implementation_of("blocks/ffn.py::p[math-cpu-float64]") == "math"
 
 
 def test_a_rows_reproduce_command_reruns_exactly_that_row(sums_run, tmp_path: Path) -> None:
