@@ -32,6 +32,7 @@ NGRAMS = "fasttext.the_ngrams_are_the_substrings_of_the_marked_word"
 DOCUMENTED = "fasttext.the_documents_trigrams_of_apple_and_where"
 COMPOSITION = "fasttext.the_three_readings_agree_on_direction_only_for_unseen_words"
 GENSIM = "fasttext.gensim_averages_the_ngram_vectors"
+MORPHOLOGY = "fasttext.on_gensims_shipped_model_words_sharing_ngrams_are_closer_than_unrelated_words"
 
 CASES = [
     (NGRAMS, NO_MARKERS), (NGRAMS, ONE_LENGTH), (NGRAMS, DISTINCT),
@@ -68,8 +69,50 @@ def test_a_statement_that_gensim_sums_is_caught(monkeypatch) -> None:
     assert row.outcome == "fail" and "gensim's vector" in row.message, row
 
 
+def _shuffled_shipped_model(words: bool, ngrams: bool) -> object:
+    """A fresh copy of the shipped model with its word and/or n-gram vectors permuted between rows."""
+    import numpy as np
+
+    model = fasttext.shipped_fasttext.__wrapped__()
+    rng = np.random.default_rng(0)
+    if words:
+        model.vectors = model.vectors[rng.permutation(len(model.vectors))]
+    if ngrams:
+        model.vectors_ngrams = model.vectors_ngrams[rng.permutation(len(model.vectors_ngrams))]
+    return model
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gensim") is None, reason="gensim is not installed")
+@pytest.mark.parametrize(("words", "ngrams", "said"), [(True, True, "inflected pairs"), (False, True, "misspellings")])
+def test_a_model_whose_vectors_ignore_the_ngrams_is_caught(monkeypatch, words: bool, ngrams: bool, said: str) -> None:
+    assert run_row(MORPHOLOGY, None).outcome == "pass"
+    shuffled = _shuffled_shipped_model(words, ngrams)
+    monkeypatch.setattr(fasttext, "shipped_fasttext", lambda: shuffled)
+    row = run_row(MORPHOLOGY, None)
+    assert row.outcome == "fail" and said in row.message, row
+
+
+def test_without_gensim_the_shipped_model_is_not_applicable(monkeypatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_gensim(name, *args, **kwargs):
+        if name == "gensim" or name.startswith("gensim."):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_gensim)
+    fasttext.shipped_fasttext.cache_clear()
+    try:
+        assert run_row(MORPHOLOGY, None).outcome == "not-applicable"
+    finally:
+        monkeypatch.undo()
+        fasttext.shipped_fasttext.cache_clear()
+
+
 def test_every_fasttext_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {COMPOSITION, GENSIM}
+    covered = {q for q, _ in CASES} | {COMPOSITION, GENSIM, MORPHOLOGY}
     mine = {q for q, p in properties.items() if p.module == "fasttext"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 

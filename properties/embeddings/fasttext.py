@@ -11,6 +11,11 @@ through ``ctx.char_ngrams``. The composition of a word's vector is checked with
 from __future__ import annotations
 
 from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 import torch
 from hypothesis import example, given
@@ -18,6 +23,7 @@ from hypothesis import strategies as st
 
 from specformer.context import Context
 from specformer.property import claim_property
+from specformer.protocol import NotApplicable
 from specformer.reference.embeddings.fasttext import compose
 
 from . import strategies as sf
@@ -143,3 +149,70 @@ def gensim_averages_the_ngram_vectors(ctx: Context, word, seen, table) -> None:
     vector, rows = found
     expected = compose(torch.zeros(3, dtype=F64) if seen else None, rows, GENSIM_COMBINE)
     ctx.assert_close(vector, expected, f"gensim's vector of {'seen' if seen else 'unseen'} {word!r}", scale=1e3)
+
+
+# --- gensim's shipped fastText model ------------------------------------------------------------
+
+#: The fastText model gensim's test data ships (trained by fastText on the Lee news corpus).
+SHIPPED_MODEL = "lee_fasttext.bin"
+#: Suffixes that make the inflected pairs ``(w, w + suffix)``; both words in the vocabulary.
+SUFFIXES = ("s", "ing", "ed")
+#: The share of pairs that must beat their unrelated words (chance is about one half).
+MAJORITY = 0.75
+
+
+@lru_cache(maxsize=1)
+def shipped_fasttext() -> Any:
+    """gensim's ``FastTextKeyedVectors`` of :data:`SHIPPED_MODEL`; ``NotApplicable`` without gensim."""
+    try:
+        import gensim
+        from gensim.models.fasttext import load_facebook_vectors
+    except ImportError:
+        raise NotApplicable("gensim is not installed: its shipped fastText model is not available") from None
+    return load_facebook_vectors(str(Path(gensim.__file__).parent / "test" / "test_data" / SHIPPED_MODEL))
+
+
+def vectors_of(model: Any, words: list[str]) -> torch.Tensor:
+    """``(len(words), d)`` float64 unit vectors of ``words`` (unseen ones built from their n-grams)."""
+    rows = torch.tensor(np.array([model.get_vector(w) for w in words], dtype=np.float64))  # (n, d)
+    return rows / rows.norm(dim=-1, keepdim=True)
+
+
+def beats_unrelated(model: Any, pairs: list[tuple[str, str]], words: list[str]) -> tuple[int, list[str]]:
+    """How many pairs ``(a, b)`` have ``cos(a, b)`` above the mean cosine of ``a`` with every word of
+    ``words`` that shares no n-gram with ``a``; and the pairs that do not, as text."""
+    grams = [set(ngrams_written_out(w, 3, 6)) for w in words]
+    unit = vectors_of(model, words)  # (V, d)
+    wins, losers = 0, []
+    for a, b in pairs:
+        own = set(ngrams_written_out(a, 3, 6))
+        unrelated = torch.tensor([not (own & g) for g in grams])  # (V,)
+        va, vb = vectors_of(model, [a, b])
+        baseline = float((unit[unrelated] @ va).mean())
+        if float(va @ vb) > baseline:
+            wins += 1
+        else:
+            losers.append(f"{a}/{b}: {float(va @ vb):.3f} <= {baseline:.3f}")
+    return wins, losers
+
+
+@claim_property("fasttext.morphology", needs=(), dtypes=("float64",), max_examples=1)
+@given(st.just(None))
+def on_gensims_shipped_model_words_sharing_ngrams_are_closer_than_unrelated_words(ctx: Context, _) -> None:
+    """On gensim's shipped fastText model, at least 3/4 of the inflected pairs ``(w, w + s|ing|ed)`` of its
+    vocabulary, and of the misspellings made by dropping the fourth letter of its words of 7 letters or
+    more (unseen, built from their n-grams), are closer to their word than the word's unrelated
+    vocabulary (no shared n-gram) is on average."""
+    model = shipped_fasttext()
+    vocabulary = set(model.key_to_index)
+    words = [w for w in model.index_to_key if w.isalpha()]
+    inflected = [(w, w + s) for w in words for s in SUFFIXES if len(w) >= 3 and w + s in vocabulary]
+    wins, losers = beats_unrelated(model, inflected, words)
+    assert len(inflected) >= 100, f"only {len(inflected)} inflected pairs in the shipped vocabulary"
+    assert wins >= MAJORITY * len(inflected), (
+        f"{wins} of {len(inflected)} inflected pairs beat the unrelated words; e.g. {losers[:5]}"
+    )
+    unseen = [(w[:3] + w[4:], w) for w in words if len(w) >= 7 and w[:3] + w[4:] not in vocabulary]
+    assert all(float(torch.tensor(model.get_vector(m)).norm()) > 0 for m, _ in unseen), "an unseen word got 0"
+    wins, losers = beats_unrelated(model, unseen, words)
+    assert wins >= MAJORITY * len(unseen), f"{wins} of {len(unseen)} misspellings beat the unrelated words; {losers[:5]}"
