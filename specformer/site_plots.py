@@ -353,7 +353,8 @@ def _causal_matrix(fig: Figure) -> None:
 
 #: Modules whose plots register themselves on import; they import this module, so they are
 #: imported on first use (:func:`plots`), not at the top of this one.
-FAMILY_MODULES = ("specformer.site_plots_positions", "specformer.site_plots_blocks", "specformer.site_plots_scaling")
+FAMILY_MODULES = ("specformer.site_plots_positions", "specformer.site_plots_blocks", "specformer.site_plots_scaling",
+                  "specformer.site_plots_embeddings")
 
 
 def _load_family_plots() -> None:

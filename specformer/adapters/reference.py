@@ -188,5 +188,11 @@ class ReferenceImplementation:
 
         return char_ngrams(word, min_n, max_n)
 
+    def token_vectors(self, text: str, layer: int = -1) -> tuple[list[str], torch.Tensor]:
+        """:func:`specformer.reference.embeddings.contextual.token_vectors` (float64, on the CPU)."""
+        from specformer.reference.embeddings.contextual import token_vectors
+
+        return token_vectors(text, layer)
+
 
 implementation = ReferenceImplementation()

@@ -3,7 +3,8 @@
 Mixed into :class:`specformer.context.Context`: casts float inputs to the dtype under test
 (ids stay ``int64``; word counts travel as whole numbers in the dtype under test), calls the operation in the implementation's
 worker, checks the result's shape, dtype and device (or, for n-grams, that it is a list
-of strings), and returns float64 CPU tensors.
+of strings), and returns float64 CPU tensors. Contextual vectors keep the dtype and
+device of the model that computes them: only their shape and floating kind are checked.
 """
 
 from __future__ import annotations
@@ -55,3 +56,35 @@ class EmbeddingCalls(_Base):
         result = self.call("char_ngrams", word, min_n, max_n, names=("word", "min_n", "max_n"))
         return _items("char_ngrams", result, str, f"the n-grams of {word!r:.100}")
 
+    def token_vectors(self, text: str, layer: int = -1) -> tuple[list[str], torch.Tensor]:
+        """The implementation's tokens of ``text`` and their vectors after ``layer``, as float64."""
+        from specformer.checked.tokenization import _items
+        from specformer.context import ImplementationError
+        from specformer.wire import describe
+
+        result = self.call("token_vectors", text, names=("text",), layer=layer)
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise ImplementationError(f"token_vectors returned {describe(result)}, expected (tokens, vectors)")
+        tokens = _items("token_vectors", result[0], str, f"the tokens of {text!r:.100}")
+        return tokens, _own_vectors("token_vectors", result[1], len(tokens), "token vectors")
+
+
+def _own_vectors(op: str, value: object, rows: int, what: str) -> torch.Tensor:
+    """A returned ``(rows, d)`` tensor of the implementation's own vectors, as float64 on the CPU.
+
+    A model's vectors keep the dtype and device the model holds (float32 for most), so
+    unlike :meth:`Context._returned` any floating dtype and any device is taken;
+    the shape, the dtype's kind and the values are checked.
+    """
+    from specformer.context import ImplementationError
+    from specformer.wire import WireTensor, describe
+
+    if not isinstance(value, WireTensor) or len(value.shape) != 2 or value.shape[1] < 1:
+        raise ImplementationError(f"{op} returned {describe(value)} for {what}, expected a tensor ({rows}, d)")
+    if value.shape[0] != rows:
+        raise ImplementationError(f"{op} returned {what} of shape {tuple(value.shape)}, expected ({rows}, d)")
+    if not value.dtype.startswith(("float", "bfloat")):
+        raise ImplementationError(f"{op} returned {what} of dtype torch.{value.dtype}, expected a floating dtype")
+    if value.data is None:
+        raise ImplementationError(f"{op} returned {what} whose values cannot be read: {value.problem}")
+    return value.data.to(dtype=torch.float64)

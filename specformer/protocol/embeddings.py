@@ -2,7 +2,8 @@
 
 Conventions (the same for every implementation; adapters convert): a table is
 ``(V, d)``, one row per word id; ids are ``int64``; vectors are rows. Float results come
-back in the dtype under test, on the device under test.
+back in the dtype under test, on the device under test, except the vectors of a
+contextual model (``token_vectors``), which keep the model's own floating dtype.
 
 * ``embedding_lookup(ids, table)``: the rows ``table[ids]``, shape ``ids.shape + (d,)``;
 * ``cosine_similarity(a, b)``: row-wise cosine of ``a`` and ``b`` ``(n, d)``, shape ``(n,)``;
@@ -13,7 +14,12 @@ back in the dtype under test, on the device under test.
   over ``V`` words with ``counts (V,)``, ``P(w) ∝ count(w)^exponent``, shape ``(V,)``;
 * ``glove_weight(x, x_max, alpha)``: GloVe's weighting of co-occurrence counts ``x``;
 * ``char_ngrams(word, min_n, max_n)``: FastText's character n-grams of ``word`` with the
-  boundary markers ``<`` and ``>``, in the implementation's order (duplicates kept).
+  boundary markers ``<`` and ``>``, in the implementation's order (duplicates kept);
+* ``token_vectors(text, layer=-1)``: a contextual model the implementation holds, run on
+  one text: its tokens (``list[str]``, special tokens included as the model sees them) and
+  their vectors ``(len(tokens), d)`` after layer ``layer`` (``0``: the input embeddings,
+  before any layer; ``-1``: the last layer). A text longer than the model takes raises
+  ``ValueError``; it is never cut silently.
 
 An adapter raises :class:`~specformer.protocol.base.NotApplicable` for inputs its library
 does not take. This module declares the operations only; :mod:`specformer.checked.embeddings`
@@ -28,7 +34,7 @@ import torch
 
 from specformer.protocol.base import Family, Operation
 
-__all__ = ["EmbeddingImplementation", "FAMILY", "WordVectorPartsImplementation"]
+__all__ = ["ContextualImplementation", "EmbeddingImplementation", "FAMILY", "WordVectorPartsImplementation"]
 
 
 class EmbeddingImplementation(Protocol):
@@ -68,6 +74,16 @@ class WordVectorPartsImplementation(Protocol):
         ...
 
 
+class ContextualImplementation(Protocol):
+    """A contextual model: one vector per token, depending on the whole text."""
+
+    name: str
+
+    def token_vectors(self, text: str, layer: int = -1) -> tuple[list[str], torch.Tensor]:
+        """The tokens of ``text`` and their vectors ``(len(tokens), d)`` after ``layer`` (0: input embeddings)."""
+        ...
+
+
 #: The embeddings family, registered in :data:`specformer.protocol.FAMILIES`.
 FAMILY = Family("embeddings", (
     Operation("embedding_lookup", EmbeddingImplementation),
@@ -76,4 +92,5 @@ FAMILY = Family("embeddings", (
     Operation("noise_distribution", WordVectorPartsImplementation),
     Operation("glove_weight", WordVectorPartsImplementation),
     Operation("char_ngrams", WordVectorPartsImplementation),
+    Operation("token_vectors", ContextualImplementation),
 ))
