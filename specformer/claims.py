@@ -179,10 +179,22 @@ def spec_files(directory: Path | None = None) -> list[Path]:
 
 
 def load_claims(directory: Path | None = None) -> dict[str, Claim]:
-    """All claims of all spec files (``<family>/<topic>.md``), by id; duplicates raise :class:`ClaimError`."""
+    """All claims of all spec files (``<family>/<topic>.md``), by id.
+
+    A duplicate id, or a topic name used by two families, raises :class:`ClaimError`.
+    """
     directory = directory or spec_dir()
     claims: dict[str, Claim] = {}
+    families: dict[str, str] = {}  # topic -> the family folder that holds it
     for path in spec_files(directory):
+        # A topic names claim ids, property modules and ``--topic`` selections across all
+        # families, so two families may not both have one of that name.
+        other = families.setdefault(path.stem, path.parent.name)
+        if other != path.parent.name:
+            raise ClaimError(
+                f"{path.parent.name}/{path.name}: topic {path.stem!r} is already a topic of the family "
+                f"{other!r}; topics are shared by all families, give this one another name"
+            )
         for claim in parse_spec_file(path, path.parent.name):
             if claim.id in claims:
                 raise ClaimError(

@@ -353,7 +353,7 @@ def _causal_matrix(fig: Figure) -> None:
 
 #: Modules whose plots register themselves on import; they import this module, so they are
 #: imported on first use (:func:`plots`), not at the top of this one.
-FAMILY_MODULES = ("specformer.site_plots_positions", "specformer.site_plots_blocks", "specformer.site_plots_scaling",
+FAMILY_MODULES = ("specformer.site_plots_positions", "specformer.site_plots_blocks", "specformer.site_plots_laws",
                   "specformer.site_plots_embeddings")
 
 

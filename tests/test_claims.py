@@ -166,10 +166,26 @@ def test_an_id_with_another_topic_prefix_is_an_error(tmp_path: Path) -> None:
 
 
 def test_a_duplicate_id_is_an_error_naming_both_places(tmp_path: Path) -> None:
-    # Ids carry their file's topic, so a duplicate can only occur within one file.
+    # Ids carry their file's topic and topics are unique, so a duplicate can only occur within one file.
     write_spec(tmp_path, aaa=[block(claim_fields(id="aaa.x"))],
                topic=[block(claim_fields()), block(claim_fields(title="Again the same id"))])
     assert_claim_error(tmp_path, "family/topic.md", "'topic.some-claim'", "already defined")
+
+
+def test_a_topic_in_two_families_is_an_error_naming_both(tmp_path: Path) -> None:
+    write_spec(tmp_path, topic=[block(claim_fields())])
+    (tmp_path / "second").mkdir()
+    (tmp_path / "second" / "topic.md").write_text(
+        "# topic\n\n## Heading\n\n" + block(claim_fields(id="topic.other")), encoding="utf-8")
+    assert_claim_error(tmp_path, "second/topic.md", "'topic'", "'family'")
+
+
+def test_property_modules_are_unique_across_families() -> None:
+    homes: dict[str, set[str]] = {}
+    for prop in load_properties().values():
+        homes.setdefault(prop.module, set()).add(prop.family)
+    shared = {module: families for module, families in homes.items() if len(families) > 1}
+    assert not shared, f"property modules defined in several families: {shared}"
 
 
 def test_an_unknown_source_document_is_an_error(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Every property of ``properties/embeddings/scaling.py`` catches a wrong formula or a wrong constant.
+"""Every property of ``properties/embeddings/laws.py`` catches a wrong formula or a wrong constant.
 
 The properties call no implementation: they check the reference's arithmetic
 (:mod:`specformer.reference.embeddings.scaling`) against formulas and counts written in the
@@ -13,16 +13,16 @@ import math
 import pytest
 
 from conftest import run_row
-from specformer.properties.embeddings import scaling as props
+from specformer.properties.embeddings import laws as props
 from specformer.reference.embeddings import scaling as law
 
-POWER_LAW = "scaling.loss_falls_as_a_power_law_of_the_non_embedding_parameters"
-COUNT = "scaling.kaplans_n_is_the_12_n_layer_d_model_squared_outside_the_embeddings"
-AS_WRITTEN = "scaling.loss_of_the_total_parameter_count_as_written"
-ALLOCATION = "scaling.a_doubled_budget_grows_parameters_and_tokens_by_about_sqrt_2_each"
-TABLE = "scaling.the_tables_labels_follow_the_20_tokens_per_parameter_rule"
-FIT = "scaling.by_the_parametric_fit_the_optimum_holds_over_80_tokens_per_parameter"
-INFERENCE = "scaling.more_tokens_per_parameter_buys_a_smaller_model_cheaper_per_token"
+POWER_LAW = "laws.loss_falls_as_a_power_law_of_the_non_embedding_parameters"
+COUNT = "laws.kaplans_n_is_the_12_n_layer_d_model_squared_outside_the_embeddings"
+AS_WRITTEN = "laws.loss_of_the_total_parameter_count_as_written"
+ALLOCATION = "laws.a_doubled_budget_grows_parameters_and_tokens_by_about_sqrt_2_each"
+TABLE = "laws.the_tables_labels_follow_the_20_tokens_per_parameter_rule"
+FIT = "laws.by_the_parametric_fit_the_optimum_holds_over_80_tokens_per_parameter"
+INFERENCE = "laws.more_tokens_per_parameter_buys_a_smaller_model_cheaper_per_token"
 
 ALL = (POWER_LAW, COUNT, ALLOCATION, TABLE, FIT, INFERENCE)
 

@@ -1,4 +1,4 @@
-"""Figures of the scaling-law claims (``spec/embeddings/scaling.md``).
+"""Figures of the scaling-law claims (``spec/embeddings/laws.md``).
 
 Registered with :func:`specformer.site_plots.plot` when :func:`specformer.site_plots.plots`
 first runs; computed from :mod:`specformer.reference.embeddings.scaling` and the table of
@@ -35,7 +35,7 @@ def _logspace(lo: float, hi: float, n: int) -> list[float]:
     return [10 ** (lo + (hi - lo) * i / (n - 1)) for i in range(n)]
 
 
-@plot("scaling.kaplan-law",
+@plot("laws.kaplan-law",
       "Kaplan et al.'s L(N) = (N_c/N)^0.076, a straight line on log-log axes, against Hoffmann et al.'s fit "
       "L(N, D) at 20 tokens per parameter, which bends towards its floor E = 1.69 nats. The two papers "
       "measure different data with different tokenizers: compare the shapes, not the values.")
@@ -59,7 +59,7 @@ def _loss_against_parameters(fig: Figure) -> None:
     ax.legend(loc="upper right", fontsize=7)
 
 
-@plot("scaling.table",
+@plot("laws.table",
       "Tokens per parameter of 001's four models against Hoffmann et al.'s rule of about 20 and the optimum of "
       "their parametric fit (published, rounded constants) at each model's own training budget C = 6ND.")
 def _tokens_per_parameter(fig: Figure) -> None:
