@@ -77,8 +77,8 @@ ANALOGY_PAIRS = (("man", "woman"), ("king", "queen"), ("boy", "girl"), ("prince"
 
 @plot("similarity.analogy",
       "MiniLM's static rows in the plane through man spanned by woman − man and king − man: the male → female "
-      "arrows are far from parallel and king − man + woman (cross) lands away from queen, which is still its "
-      "nearest word in the full 384 dimensions.")
+      "arrows are far from parallel and king − man + woman (cross) lands away from queen. In the full 384 "
+      "dimensions queen is its nearest word once king, man and woman are left out; king itself is nearer.")
 def _analogy_arrows(fig: Figure) -> None:
     try:
         from specformer.adapters.hf_minilm import static_vectors
@@ -100,13 +100,13 @@ def _analogy_arrows(fig: Figure) -> None:
     ax = fig.add_subplot()
     for a, b in ANALOGY_PAIRS:
         ax.annotate("", xy=at(row[b]), xytext=at(row[a]), arrowprops={"arrowstyle": "->", "color": BLUE, "lw": 1.5})
-        for w in (a, b):
+        for w, offset in ((a, (4, 3)), (b, (4, -11))):  # female words below their point: father, mother are close
             ax.plot(*at(row[w]), "o", color=GREY, ms=4)
-            ax.annotate(w, at(row[w]), xytext=(4, 3), textcoords="offset points", fontsize=8)
+            ax.annotate(w, at(row[w]), xytext=offset, textcoords="offset points", fontsize=8)
     guess = row["king"] - row["man"] + row["woman"]
     ax.plot(*at(guess), "x", color=ORANGE, ms=9, mew=2, label="king − man + woman")
     ax.plot([], [], color=BLUE, label="male → female")
     ax.set(xlabel="along woman − man", ylabel="along king − man (orthogonalised)",
-           title="king − man + woman in MiniLM's static table: nearest to queen, not near it")
+           title="MiniLM's static table on the plane of woman − man and king − man")
     ax.legend(loc="best", fontsize=7)
     ax.set_aspect("equal", adjustable="datalim")
