@@ -76,9 +76,9 @@ ANALOGY_PAIRS = (("man", "woman"), ("king", "queen"), ("boy", "girl"), ("prince"
 
 
 @plot("similarity.analogy",
-      "MiniLM's static rows in the plane through man spanned by woman − man and king − man: the male → female "
-      "arrows are far from parallel and king − man + woman (cross) lands away from queen. In the full 384 "
-      "dimensions queen is its nearest word once king, man and woman are left out; king itself is nearer.")
+      "MiniLM's static rows in the plane of woman − man and king − man: the male → female arrows are far "
+      "from parallel and king − man + woman (cross) lands away from queen, its nearest word in 384 "
+      "dimensions only once king, man and woman are left out (king itself is nearer).")
 def _analogy_arrows(fig: Figure) -> None:
     try:
         from specformer.adapters.hf_minilm import static_vectors
