@@ -119,13 +119,13 @@ def parse(text: str, source: str) -> list[Deviation]:
             raise DeviationError(f"{where}: 'reason' is mandatory and must be a non-empty string")
         if "claim" not in entry and "property" not in entry:
             raise DeviationError(f"{where}: needs a 'claim' or a 'property' glob")
-        if "implementation" not in entry:
-            raise DeviationError(f"{where}: needs 'implementation': the name of the implementation it lists "
-                                 "(a list for several), so that it hides no one else's failures")
         intermittent = entry.get("intermittent", False)
         if not isinstance(intermittent, bool):
             raise DeviationError(f"{where}: 'intermittent' must be true or false, got {intermittent!r}")
         globs = {key: _globs(entry[key], where, key) for key in _MATCH_KEYS if key in entry}
+        if "implementation" not in entry:
+            raise DeviationError(f"{where}: needs 'implementation': the name of the implementation it lists "
+                                 "(a list for several), so that it hides no one else's failures")
         for key in ("claim", "property"):
             for glob in globs.get(key, ()):
                 topic, dot, _ = glob.partition(".")

@@ -26,6 +26,7 @@ def row(outcome: str, **kwargs: object) -> RowResult:
 
 
 def entry(**kwargs: str) -> deviations.Deviation:
+    kwargs.setdefault("implementation", "mine")
     return deviations.parse(
         "[[deviation]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in kwargs.items()), "t.toml")[0]
 
@@ -34,6 +35,7 @@ def test_a_file_parses_into_entries_with_globs_and_lists() -> None:
     entries = deviations.parse(textwrap.dedent("""
         [[deviation]]
         claim = "masking.*"
+        implementation = ["mine", "theirs"]
         dtype = ["float16", "bfloat16"]
         reason = "  half   precision  "
 
@@ -45,7 +47,7 @@ def test_a_file_parses_into_entries_with_globs_and_lists() -> None:
         """), "f.toml")
     assert [e.reason for e in entries] == ["half precision", "r2"]
     assert entries[0].claim == ("masking.*",) and entries[0].dtype == ("float16", "bfloat16")
-    assert entries[0].implementation == () and entries[1].device == ("cuda",)
+    assert entries[0].implementation == ("mine", "theirs") and entries[1].device == ("cuda",)
     assert entries[0].matches(row("fail", dtype="bfloat16")) and not entries[0].matches(row("fail"))
 
 
@@ -54,8 +56,13 @@ def test_a_file_parses_into_entries_with_globs_and_lists() -> None:
     ("[[deviation]]\nclaim = 'a.b'\nreason = ''\n", "'reason' is mandatory"),
     ("[[deviation]]\nreason = 'r'\n", "needs a 'claim' or a 'property'"),
     ("[[deviation]]\nclaim = 'a.b'\nreason = 'r'\ndtpye = 'float16'\n", "unknown key(s) ['dtpye']"),
+    ("[[deviation]]\nclaim = 'a.b'\nreason = 'r'\n", "needs 'implementation'"),
+    ("[[deviation]]\nclaim = '*'\nimplementation = 'x'\nreason = 'r'\n", "must name its topic"),
+    ("[[deviation]]\nproperty = '*.p'\nimplementation = 'x'\nreason = 'r'\n", "must name its topic"),
+    ("[[deviation]]\nclaim = 'a.b'\nimplementation = 'm*'\nreason = 'r'\n", "matches 'math'"),
     ("[[deviation]]\nclaim = 3\nreason = 'r'\n", "'claim' must be a non-empty string"),
-    ("[[deviation]]\nclaim = 'a.b'\nreason = 'r'\n[[deviation]]\nclaim = []\nreason = 'r'\n", "entry 2"),
+    ("[[deviation]]\nclaim = 'a.b'\nimplementation = 'x'\nreason = 'r'\n[[deviation]]\nclaim = []\nreason = 'r'\n",
+     "entry 2"),
     ("deviation = 'x'\n", "array of tables"),
     ("[[deviations]]\nclaim = 'a'\n", "unknown top-level key"),
     ("[[deviation]\n", "not valid TOML"),
@@ -106,7 +113,7 @@ def test_rows_that_did_not_run_or_are_not_listed_are_left_alone() -> None:
         kept = deviations.apply(other, [entry(claim="masking.*", device="cpu", reason="r")])
         assert kept.outcome == "fail" and kept.deviation_reason is None
     # the implementation field matches the name or the --impl spec
-    assert deviations.apply(row("fail"), [entry(claim="*", implementation="x.py", reason="r")], "x.py").outcome \
+    assert deviations.apply(row("fail"), [entry(claim="masking.*", implementation="x.py", reason="r")], "x.py").outcome \
         == "known-deviation"
 
 
@@ -207,10 +214,31 @@ def test_an_intermittent_entry_relabels_failures_but_leaves_passing_rows_alone()
     from specformer.deviations import apply, parse
     from specformer.runner import RowResult
 
-    entries = parse('[[deviation]]\nclaim = "a.*"\nintermittent = true\nreason = "float32 inside"\n', "x.toml")
+    entries = parse('[[deviation]]\nclaim = "a.*"\nimplementation = "impl"\nintermittent = true\n'
+                    'reason = "float32 inside"\n', "x.toml")
     passing = RowResult("a.b", "a.p", "impl", "cpu", "float64", "hold", "pass")
     failing = RowResult("a.b", "a.p", "impl", "cpu", "float64", "hold", "fail")
     assert apply(passing, entries).outcome == "pass"
     assert apply(failing, entries).outcome == "known-deviation"
     with pytest.raises(Exception, match="intermittent"):
-        parse('[[deviation]]\nclaim = "a.*"\nintermittent = "yes"\nreason = "r"\n', "x.toml")
+        parse('[[deviation]]\nclaim = "a.*"\nimplementation = "impl"\nintermittent = "yes"\nreason = "r"\n',
+              "x.toml")
+
+
+def test_math_rows_are_never_relabelled_and_a_wildcard_may_match_one_implementation() -> None:
+    listed = entry(claim="masking.*", implementation="mi*", reason="r")
+    assert deviations.apply(row("fail", implementation="math"), [listed]).outcome == "fail"
+    assert deviations.apply(row("fail"), [listed]).outcome == "known-deviation"
+    impls = [{"name": "mine", "spec": "mine.py"}, {"name": "reference", "spec": "reference"}]
+    assert deviations.implementation_problem([listed], impls) is None
+    two = impls + [{"name": "mink", "spec": "mink.py"}]
+    assert "matches 2 implementations of this run (mine, mink)" in deviations.implementation_problem([listed], two)
+
+
+def test_the_shipped_file_loads_under_the_explicit_naming_rules() -> None:
+    from specformer.adapters import BUILTIN
+
+    shipped = deviations.builtin()
+    assert shipped and all(e.implementation for e in shipped)
+    impls = [{"name": name, "spec": name} for name in BUILTIN]
+    assert deviations.implementation_problem(shipped, impls) is None
