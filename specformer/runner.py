@@ -50,7 +50,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
 from hypothesis import Phase, settings
-from hypothesis.errors import FailedHealthCheck, Unsatisfiable
+from hypothesis.errors import FailedHealthCheck, Flaky, Unsatisfiable
 
 from specformer import devices
 from specformer.context import Backend, Context, ImplementationError
@@ -255,7 +255,7 @@ def run_property(
                            else "refuted" if prop.expect == "counterexample" else "fail")
             row.message = f"{_first_line(found)} (not shrunk: {exc})"
         else:
-            row.outcome, row.message = "error", f"{impl_name}: {exc} (the implementation hangs or is too slow)"
+            row.outcome, row.message = _timeout_message(exc, backend, impl_name)
     except Unsatisfiable as exc:
         if ctx.not_applicable:
             row.outcome, row.message = "not-applicable", ctx.not_applicable[-1]
@@ -270,6 +270,8 @@ def run_property(
         row.outcome, row.message, row.counterexample = "error", _first_line(exc), _notes(exc)
     except FailedHealthCheck as exc:
         row.outcome, row.message = "error", f"Hypothesis health check failed: {exc}"
+    except Flaky as exc:  # the same example did not end the same way twice: say what differed
+        row.outcome, row.message = _flaky_message(exc, prop, ctx, backend, impl_name, first_failure, deadline)
     except BaseException as exc:  # noqa: BLE001 - a bug in the property or the harness: still one clear row
         row.outcome = "error"
         row.message = f"property raised {type(exc).__name__}: {exc}"
@@ -289,6 +291,41 @@ def run_property(
     row.message = printable(row.message)
     row.counterexample = printable(row.counterexample) if row.counterexample is not None else None
     return row
+
+
+def _timeout_message(exc: BaseException, backend: Backend | None, impl_name: str) -> tuple[str, str]:
+    """The outcome and message of a row cut by its time limit before any failure was found."""
+    if backend is None:
+        return "error", f"the property itself ran past the time limit ({exc}); it calls no implementation"
+    return "error", f"{impl_name}: {exc} (the implementation hangs or is too slow)"
+
+
+def _flaky_message(exc: BaseException, prop: Property, ctx: Context, backend: Backend | None, impl_name: str,
+                   first_failure: list[BaseException], deadline: float) -> tuple[str, str]:
+    """What happened when an example did not end the same way when Hypothesis ran it again.
+
+    Hypothesis calls that flaky (``FlakyFailure``, ``FlakyStrategyDefinition``); the row
+    says what made it so: the time limit ran out during the replay, the implementation
+    refused on the replay an example it had answered (its refusals are random), or it
+    answered the same example differently.
+    """
+    found = first_failure[0] if first_failure else None
+    failed = ("error" if isinstance(found, ImplementationError)
+              else "refuted" if prop.expect == "counterexample" else "fail") if found is not None else "error"
+    first = f"{_first_line(found)} " if found is not None else ""
+    if time.monotonic() > deadline:
+        if found is None:
+            return _timeout_message(RowTimeout(f"timed out while an example was replayed"), backend, impl_name)
+        return failed, f"{first}(not shrunk: the time limit ran out while the example was replayed)"
+    if backend is None:
+        return "error", (f"the property is not deterministic: the same example did not end the same way twice "
+                         f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")
+    if ctx.not_applicable:
+        return failed, (f"{first}(not reproducible: when the example was run again {impl_name} refused it as "
+                        f"outside its domain: {ctx.not_applicable[-1]}; an implementation that refuses at random "
+                        "cannot be checked)")
+    return failed, (f"{first}(not reproducible: {impl_name} answered the same example differently when it was run "
+                    "again)")
 
 
 def printable(text: str) -> str:

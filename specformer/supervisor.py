@@ -194,7 +194,10 @@ class Worker:
                        "(killed, most likely by the implementation itself), and the worker with it")
             raise self._lost(what, f"the worker {how}") from None
         except OSError as exc:
-            raise self._lost(what, f"the worker's answer was rejected ({exc}; limit {MAX_ANSWER} bytes)") from None
+            if "bad message length" in str(exc):
+                raise self._lost(what, f"the worker's answer is larger than the {MAX_ANSWER // 2**20} MiB an answer "
+                                       "may have; it was not read, and the worker was killed") from None
+            raise self._lost(what, f"the worker's answer could not be read ({exc}); the worker was killed") from None
         try:
             answer = wire.decode(message)
         except wire.WireError as exc:

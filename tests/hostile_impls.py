@@ -268,3 +268,77 @@ class LeavesAForger:
                         time.sleep(0.1)
                 os._exit(0)
         return correct_attention(q, k, v, mask, causal)
+
+
+# -- what used to end in a vague message ----------------------------------------------------
+
+
+class AnswersTooMuch:
+    """Returns 300 MiB for the output: more than the checker accepts from a worker."""
+
+    name = "answers-too-much"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        return torch.zeros(40 * 1024 * 1024, dtype=torch.float64), None
+
+
+class RefusesAtRandom:
+    """Refuses about half the calls as outside its domain, at random, and answers right otherwise."""
+
+    name = "refuses-at-random"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        import random
+
+        if random.random() < 0.5:
+            raise NotApplicable("not today")
+        return correct_attention(q, k, v, mask, causal)
+
+
+class Slow:
+    """Right, but takes 0.4 s per call."""
+
+    name = "slow"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        time.sleep(0.4)
+        return correct_attention(q, k, v, mask, causal)
+
+
+class WrongAndRefusesAtRandom:
+    """Adds one to the output, and refuses about half the calls as outside its domain, at random."""
+
+    name = "wrong-and-refuses-at-random"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        import random
+
+        if random.random() < 0.5:
+            raise NotApplicable("not today")
+        out, weights = correct_attention(q, k, v, mask, causal)
+        return out + 1.0, weights
+
+
+class WrongAndTooLargeAtRandom:
+    """Adds one to the output, and now and then answers 300 MiB instead."""
+
+    name = "wrong-and-too-large-at-random"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        import random
+
+        if random.random() < 0.3:
+            return torch.zeros(40 * 1024 * 1024, dtype=torch.float64), None
+        out, weights = correct_attention(q, k, v, mask, causal)
+        return out + 1.0, weights
+
+
+class WrongAndSlow:
+    """Adds one to the output and takes 0.2 s per call."""
+
+    name = "wrong-and-slow"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        time.sleep(0.2)
+        out, weights = correct_attention(q, k, v, mask, causal)
+        return out + 1.0, weights
