@@ -37,6 +37,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import shlex
 import signal
 import sys
 import tempfile
@@ -154,6 +155,49 @@ def _cap_jobs(args: argparse.Namespace, rows_file: Path | None) -> None:
         args.jobs = max(bound, 1)
 
 
+def _shard_problem(args: argparse.Namespace) -> str | None:
+    """A ``--shard`` that is not ``K/N`` with ``1 <= K <= N``."""
+    if args.shard is None:
+        return None
+    from specformer.sharding import parse_shard
+
+    try:
+        parse_shard(args.shard)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _merge(args: argparse.Namespace) -> int:
+    """``specformer merge A.json B.json ... -o OUT``: shard reports (or device legs) as one report."""
+    from specformer import sharding
+    from specformer.report import build_report, write_report
+
+    reports = []
+    for path in args.reports:
+        try:
+            reports.append((path, json.loads(Path(path).read_text(encoding="utf-8"))))
+        except (OSError, ValueError) as exc:
+            return _usage(f"{path}: cannot read a report: {exc}")
+    problem = _path_problem("-o", args.output)
+    if problem:
+        return _usage(problem)
+    try:
+        rows, implementations, environment = sharding.merge(reports)
+    except sharding.MergeError as exc:
+        return _usage(f"cannot merge: {exc}")
+    duration = sum(float((r.get("summary") or {}).get("duration_s", 0.0)) for _, r in reports)
+    command = shlex.join(["specformer", "merge", *args.reports, "-o", args.output])
+    merged = build_report(rows, implementations, str(environment.get("profile")), duration, complete=True,
+                          command=command, environment_extra={**environment, "command": command})
+    write_report(merged, Path(args.output))
+    summary = merged["summary"]
+    print(f"merged {len(reports)} reports: {summary['rows']} rows, "
+          f"{'every claim ended as expected' if summary['ok'] else 'SOME CLAIMS DID NOT END AS EXPECTED'} "
+          f"-> {args.output}")
+    return EXIT_CODES["ok"] if summary["ok"] else EXIT_CODES["not as expected"]
+
+
 def _path_problem(option: str, value: str) -> str | None:
     """An output path that is a folder, or whose folder cannot be created or written."""
     path = Path(value)
@@ -176,6 +220,9 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
         if problem:
             return problem
     problem = number_problem(args.row_timeout, args.memory_limit, args.threads, args.jobs, args.seed)
+    if problem:
+        return problem
+    problem = _shard_problem(args)
     if problem:
         return problem
     for option, value in (("--report", args.report), ("--junit", args.junit)):
@@ -307,6 +354,8 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
             pytest_args += [flag, value]
     if args.strict_deviations:
         pytest_args.append("--strict-deviations")
+    if args.shard:
+        pytest_args += ["--shard", args.shard]
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a polite kill ends the run as interrupted
     status, report = 3, None
     try:
@@ -395,6 +444,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--memory-limit", type=int, default=4096, metavar="MIB",
                      help="memory limit of each implementation's worker, in MiB; 0 for none (default: 4096)")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per row")
+    run.add_argument("--shard", metavar="K/N", default=None,
+                     help="run only the K-th of N disjoint, balanced parts of the selected rows (one CI job per "
+                          "part); combine the reports with `specformer merge`")
+
+    merge = sub.add_parser("merge", help="combine the reports of shards (or device legs) into one report")
+    merge.add_argument("reports", nargs="+", metavar="REPORT", help="the reports to merge")
+    merge.add_argument("-o", "--output", required=True, metavar="PATH", help="where to write the merged report")
 
     from specformer.site_command import add_parser
 
@@ -413,6 +469,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "claims":
             return _claims(args)
+        if args.command == "merge":
+            return _merge(args)
         if args.command == "site":
             from specformer.site_command import run_site
 

@@ -43,7 +43,7 @@ import pytest
 import torch
 
 import specformer.properties
-from specformer import deviations, devices, forkserver
+from specformer import deviations, devices, forkserver, sharding
 from specformer.adapters import DEFAULT_IMPLEMENTATIONS
 from specformer.context import WorkerBackend
 from specformer.options import number_problem
@@ -259,6 +259,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="a listed deviation that no longer deviates (fixed) fails the run")
     group.addoption("--rows", dest="specformer_rows", default=None, metavar="FILE",
                     help="JSON list of the exact rows to run (written by `specformer run --failed`)")
+    group.addoption("--shard", dest="specformer_shard", default=None, metavar="K/N",
+                    help="run the K-th of N disjoint, balanced parts of the selected rows (merge the reports "
+                         "with `specformer merge`)")
     group.addoption("--profile", dest="specformer_profile", default="ci", choices=sorted(PROFILES),
                     help="Hypothesis profile (default: ci)")
     group.addoption("--report", dest="specformer_report", default=None, metavar="PATH",
@@ -294,7 +297,15 @@ def pytest_configure(config: pytest.Config) -> None:
         load_properties()
         if any(not p.needs and state.selected(p) for p in REGISTRY.values()):
             impls.append(implementation_entry(MATH, MATH))
-        state.writer = ReportWriter(Path(path), impls, config.getoption("specformer_profile"))
+        extra: dict[str, Any] = {"seed": config.getoption("specformer_seed")}
+        if config.getoption("specformer_shard"):
+            try:
+                k, n = sharding.parse_shard(config.getoption("specformer_shard"))
+            except ValueError as exc:
+                raise pytest.UsageError(str(exc)) from None
+            extra["shard"] = {"index": k, "count": n, "rows_in_run": None}  # rows: known after collection
+        state.writer = ReportWriter(Path(path), impls, config.getoption("specformer_profile"),
+                                    environment_extra=extra)
         state.writer.start()
         FINAL_REPORTS[str(state.writer.path.resolve())] = None  # started; the final report replaces it
     if state.is_xdist_controller:
@@ -349,6 +360,28 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
             and f"{file_path.parent.name}.{file_path.stem}" in property_modules():
         return PropertyFile.from_parent(parent, path=file_path)
     return None
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--shard K/N``: keep the K-th of N parts of the rows (:func:`specformer.sharding.deal`)."""
+    state: SuiteState = config.stash[_STATE]
+    text = state.option("specformer_shard") if state.active else None
+    if not text:
+        return
+    try:
+        k, n = sharding.parse_shard(text)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    rows = [item for item in items if isinstance(item, PropertyItem)]
+    keys = [sharding.row_key(item.prop.qualname, item.impl["name"] if item.impl else MATH, item.device, item.dtype)
+            for item in rows]
+    kept = {id(rows[i]) for i in sharding.deal(keys, k, n)}
+    deselected = [item for item in rows if id(item) not in kept]
+    items[:] = [item for item in items if not isinstance(item, PropertyItem) or id(item) in kept]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+    if state.writer is not None:  # this process collected every row (without xdist)
+        state.writer.environment_extra["shard"] = {"index": k, "count": n, "rows_in_run": len(rows)}
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -172,10 +172,12 @@ def _row_json(row: RowResult | dict[str, Any]) -> dict[str, Any]:
 
 def build_report(rows: Iterable[RowResult | dict[str, Any]], implementations: list[dict[str, Any]], profile: str,
                  duration_s: float, complete: bool = True, command: str | None = None,
-                 state: str | None = None) -> dict[str, Any]:
+                 state: str | None = None, environment_extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The whole report as a JSON-ready dict.
 
     ``ok`` needs a complete run, every row as expected and every implementation loaded.
+    ``environment_extra`` adds to (or replaces fields of) the environment header: the
+    run's ``seed`` and ``shard``, or a merged report's whole header.
     """
     rows = [_row_json(r) for r in rows]
     counts = Counter(r["outcome"] for r in rows)
@@ -185,7 +187,7 @@ def build_report(rows: Iterable[RowResult | dict[str, Any]], implementations: li
     return {
         "schema": SCHEMA_NAME,
         "schema_version": SCHEMA_VERSION,
-        "environment": environment(profile, command or " ".join(sys.argv)),
+        "environment": {**environment(profile, command or " ".join(sys.argv)), **(environment_extra or {})},
         "implementations": [{**implementation_entry(i["name"], i["spec"]), **i} for i in implementations],
         "summary": {
             "rows": len(rows),
@@ -226,8 +228,9 @@ class ReportWriter:
     """
 
     def __init__(self, path: Path, implementations: list[dict[str, Any]], profile: str, command: str | None = None,
-                 every_s: float = 0.5) -> None:
+                 every_s: float = 0.5, environment_extra: dict[str, Any] | None = None) -> None:
         self.path, self.implementations, self.profile = path, implementations, profile
+        self.environment_extra = dict(environment_extra or {})
         self.command = command
         self.rows: list[dict[str, Any]] = []
         self.every_s = every_s
@@ -238,7 +241,8 @@ class ReportWriter:
 
     def _write(self, state: str) -> dict[str, Any]:
         report = build_report(self.rows, self.implementations, self.profile, time.perf_counter() - self._start,
-                              complete=state == "complete", command=self.command, state=state)
+                              complete=state == "complete", command=self.command, state=state,
+                              environment_extra=self.environment_extra)
         write_report(report, self.path)
         self._last = time.perf_counter()
         return report
