@@ -15,6 +15,10 @@
     selection that matches nothing, CUDA asked for where there is none, a misspelt
     implementation name or an unusable report path is a usage error.
 
+``specformer run ... --shard K/N`` and ``specformer merge A.json B.json ... -o OUT``
+    run the K-th of N disjoint parts of the rows, and combine the shards' reports into
+    the report of the whole run (:mod:`specformer.sharding`).
+
 ``specformer site --report R [--report R2]... -o DIR``
     builds the documentation site of the given reports (:mod:`specformer.site_command`).
 
