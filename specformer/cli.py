@@ -318,7 +318,9 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
 def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | None) -> int:
     from specformer import forkserver
 
-    forkserver.become_subreaper()  # what a worker leaves behind comes back here, to be ended
+    # what a worker leaves behind comes back here, to be ended with the run (not what was here before)
+    before = frozenset(forkserver.descendants())
+    forkserver.become_subreaper()
     # torch's import in the fork server overlaps pytest's start here; with several jobs this
     # process only loads implementations, and each job's process has a warmed server of its own
     forkserver.shared(warm=args.jobs == 1).launch()
@@ -366,7 +368,8 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
         status = int(pytest.main(pytest_args + extra))
     finally:
         signal.signal(signal.SIGTERM, previous)
-        report = _final_report(report_path)
+        report = _final_report(report_path, before)
+        forkserver.become_subreaper(False)
         if args.junit:
             from specformer.junit import write_junit
 
@@ -374,7 +377,7 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
     return exit_code(report, status)
 
 
-def _final_report(report_path: Path) -> dict[str, Any] | None:
+def _final_report(report_path: Path, before: frozenset[int] = frozenset()) -> dict[str, Any] | None:
     """End every process the run left, then write the run's final report again, last.
 
     The report comes from the plugin's memory, never from the file, which a process left
@@ -386,7 +389,7 @@ def _final_report(report_path: Path) -> dict[str, Any] | None:
     from specformer.report import write_report
 
     forkserver.shutdown_shared()
-    forkserver.end_descendants()
+    forkserver.end_descendants(exclude=before)
     plugin = sys.modules.get("specformer.plugin")
     reports = getattr(plugin, "FINAL_REPORTS", {})
     key = str(report_path.resolve())

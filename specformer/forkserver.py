@@ -192,7 +192,7 @@ def _loop(sock: socket.socket, root: bool) -> None:
 # -- the checker's descendants ---------------------------------------------------------------
 
 
-def become_subreaper() -> bool:
+def become_subreaper(on: bool = True) -> bool:
     """Make this process the reaper of its orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``).
 
     A process a worker started and left behind (a double fork, ``setsid``) is then
@@ -204,7 +204,7 @@ def become_subreaper() -> bool:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+        return libc.prctl(36, int(on), 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
         return False
 
@@ -227,8 +227,9 @@ def _processes() -> dict[int, tuple[int, str]]:
     return out
 
 
-def descendants(root: int | None = None) -> list[int]:
-    """The live (not zombie) processes descended from ``root`` (default: this process)."""
+def descendants(root: int | None = None, exclude: frozenset[int] = frozenset()) -> list[int]:
+    """The live (not zombie) processes descended from ``root`` (default: this process),
+    leaving out the processes ``exclude`` names and everything below them."""
     table = _processes()
     children: dict[int, list[int]] = {}
     for pid, (parent, _) in table.items():
@@ -236,37 +237,38 @@ def descendants(root: int | None = None) -> list[int]:
     found, frontier = [], [os.getpid() if root is None else root]
     while frontier:
         for child in children.get(frontier.pop(), []):
+            if child in exclude:
+                continue
             found.append(child)
             frontier.append(child)
     return [pid for pid in found if table.get(pid, (0, "Z"))[1] not in ("Z", "X")]
 
 
-def end_descendants(timeout_s: float = 10.0) -> list[int]:
+def end_descendants(timeout_s: float = 10.0, exclude: frozenset[int] = frozenset()) -> list[int]:
     """SIGKILL every process descended from this one and reap those that come back here.
 
     Run by the checker at the end of a run, after its workers were stopped and before the
-    final report is written: nothing an implementation started outlives the run. Returns
-    the processes it had to kill.
+    final report is written: nothing an implementation started outlives the run.
+    ``exclude``: processes that were there before the run (a caller's own children) and
+    their subtrees, left alone. Returns the processes it had to kill.
     """
     import time
 
     killed: list[int] = []
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        alive = descendants()
+        alive = descendants(exclude=exclude)
         for pid in alive:
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
             except (ProcessLookupError, PermissionError):
                 pass
-        while True:  # reap what died here (children, and orphans re-parented to a subreaper)
+        for pid in killed:  # reap what died here (children, and orphans re-parented to this subreaper)
             try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
+                os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
-                break
-            if pid == 0:
-                break
+                pass
         if not alive:
             break
         time.sleep(0.05)
