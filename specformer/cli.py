@@ -70,7 +70,7 @@ def _claims(args: argparse.Namespace) -> int:
     if args.json:
         out = []
         for claim in selected:
-            checks = [{"property": p.qualname, "expect": p.expect, "needs": list(p.needs)}
+            checks = [{"property": p.qualname, "expect": p.expect, "needs": list(p.needs), "about": p.about}
                       for p in props.values() if p.claim == claim.id]
             out.append({**claim.to_json(), "properties": checks})
         json.dump(out, sys.stdout, indent=2, ensure_ascii=False)

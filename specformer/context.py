@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol, Sequence, TypeVar
 
 import torch
 from hypothesis import reject
@@ -34,10 +34,14 @@ from specformer.checked.embeddings import EmbeddingCalls
 from specformer.checked.positions import PositionCalls
 from specformer.checked.tokenization import TokenizationCalls
 from specformer.properties.tolerances import DTYPES, Tolerance, tolerance
-from specformer.protocol import NotApplicable
+from specformer.protocol import CONVENTIONS, Capabilities, NotApplicable
+from specformer.protocol.capabilities import OutsideDeclaration
 from specformer.supervisor import WorkerLost, WorkerPool
 from specformer.wire import WireTensor, describe
 from specformer.worker import run_locally
+
+
+T = TypeVar("T")
 
 
 class ImplementationError(Exception):
@@ -87,7 +91,7 @@ class ContextBase:
     """What a property needs to know: the implementation, device, dtype and tolerance."""
 
     def __init__(self, backend: Backend, impl_name: str, device: str, dtype: str,
-                 deadline: float | None = None) -> None:
+                 deadline: float | None = None, capabilities: Capabilities | None = None) -> None:
         self.backend = backend
         self.impl_name = impl_name
         self.device = torch.device(device)
@@ -100,6 +104,39 @@ class ContextBase:
         self._flops: list[int] | None = None
         #: The optional keywords (``call(optional=...)``) the last call's operation accepted.
         self.last_applied: frozenset[str] = frozenset()
+        #: What the implementation declared it supports; None when it declared nothing.
+        self.capabilities = capabilities
+
+    # -- declared capabilities -----------------------------------------------------------
+    def choices(self, convention: str, candidates: Sequence[T]) -> tuple[T, ...]:
+        """The ``candidates`` of ``convention`` the implementation declares, in the given order.
+
+        Raises :class:`OutsideDeclaration` (the row ends not applicable at once, before any call)
+        when it declares none of them. A property draws its convention from the result, so
+        it never asks for what the implementation said it does not do.
+        """
+        if convention not in CONVENTIONS:
+            raise KeyError(f"no convention {convention!r} is registered; known: {sorted(CONVENTIONS)}")
+        allowed = CONVENTIONS[convention].values
+        unknown = [c for c in candidates if not any(c == a and type(c) is type(a) for a in allowed)]
+        if unknown:
+            raise ValueError(f"{unknown!r} are not values of convention {convention!r} ({allowed!r})")
+        if self.capabilities is None:
+            return tuple(candidates)
+        chosen = tuple(c for c in candidates if self.capabilities.supports(convention, c))
+        if not chosen:
+            declared = sorted(self.capabilities.conventions.get(convention, ()), key=repr)
+            raise OutsideDeclaration(f"{self.impl_name} declares {convention} in {{{', '.join(map(repr, declared))}}}; "
+                                f"this property needs {' or '.join(map(repr, candidates))}")
+        return chosen
+
+    def require(self, convention: str, value: Any) -> Any:
+        """``value``, or :class:`OutsideDeclaration` at once if the implementation declares it does not follow it."""
+        return self.choices(convention, (value,))[0]
+
+    def supports(self, convention: str, value: Any) -> bool:
+        """Whether the implementation declares it follows ``value`` of ``convention`` (undeclared: yes)."""
+        return self.capabilities is None or self.capabilities.supports(convention, value)
 
     def __repr__(self) -> str:
         return f"Context({self.impl_name}, {self.device.type}, {self.dtype_name})"
@@ -154,6 +191,10 @@ class ContextBase:
         if status == "missing":
             raise NotApplicable(f"{self.impl_name} does not provide {op}")
         if status == "not-applicable":
+            if self.capabilities is not None:  # inside the declared domain, an answer is owed
+                raise ImplementationError(
+                    f"{self.impl_name}.{op} refused an example inside its declared domain (raised NotApplicable: "
+                    f"{_text(answer.get('message', ''), 500)}); declare the restriction in its capabilities instead")
             self.out_of_domain += 1
             self.not_applicable.append(_text(answer.get("message", "")))
             reject()

@@ -48,7 +48,7 @@ from specformer.adapters import DEFAULT_IMPLEMENTATIONS
 from specformer.context import WorkerBackend
 from specformer.profiles import PROFILES
 from specformer.property import REGISTRY, Property, load_properties, property_modules
-from specformer.protocol import FAMILIES
+from specformer.protocol import CONVENTIONS, FAMILIES, OPERATIONS, Capabilities, CapabilityError
 from specformer.report import ReportWriter, implementation_entry
 from specformer.runner import MATH, RowResult, run_property
 from specformer.selection import claim_globs, row_selected, topic_selects
@@ -183,9 +183,19 @@ class SuiteState:
         if answer.get("status") != "loaded":
             return implementation_entry(spec, spec, status="load-error", message=str(answer.get("message", "")))
         operations = [str(op) for op in answer.get("operations", [])]
+        try:  # the worker's word: checked again here
+            capabilities = answer.get("capabilities")
+            if capabilities is not None:
+                capabilities = Capabilities.from_plain(capabilities)
+                capabilities.validate(OPERATIONS, CONVENTIONS)
+                capabilities = capabilities.to_plain()
+        except CapabilityError as exc:
+            return implementation_entry(spec, spec, status="load-error",
+                                        message=f"its capability declaration is malformed: {exc}")
         omitted = [name for name, family in FAMILIES.items()
                    if not {op.method for op in family.operations} & set(operations)]
-        return implementation_entry(str(answer.get("name") or spec), spec, operations, omitted_families=omitted)
+        return implementation_entry(str(answer.get("name") or spec), spec, operations, omitted_families=omitted,
+                                    capabilities=capabilities)
 
     def selected(self, prop: Property) -> bool:
         """Whether ``--claims``, ``--property``, ``--topic`` and ``--rows`` select ``prop``."""
@@ -391,7 +401,9 @@ class PropertyItem(pytest.Item):
                 self.prop, WorkerBackend(state.pool, impl["spec"]) if impl else None,
                 impl["name"] if impl else MATH, spec, self.device, self.dtype,
                 state.option("specformer_profile"), state.option("specformer_row_timeout"),
-                frozenset(impl["operations"]) if impl else None, seed=seed, shrink=not listed)
+                frozenset(impl["operations"]) if impl else None, seed=seed, shrink=not listed,
+                capabilities=Capabilities.from_plain(impl["capabilities"]) if impl and impl.get("capabilities")
+                else None)
             row = deviations.apply(row, entries, spec,
                                    strict=state.option("specformer_strict_deviations"))
         except KeyboardInterrupt:

@@ -37,7 +37,7 @@ import torch
 
 from specformer import wire
 from specformer.loading import ImplementationLoadError, load_implementation
-from specformer.protocol import NotApplicable, provided_operations
+from specformer.protocol import CapabilityError, NotApplicable, declared_capabilities, provided_operations
 
 #: Longest message kept from an exception raised by the implementation.
 MAX_MESSAGE = 2000
@@ -187,8 +187,14 @@ def load(spec: str) -> tuple[Any, dict[str, Any]]:
         else:
             message = safe_str(exc) if isinstance(exc, ImplementationLoadError) else f"{type(exc).__name__}: {safe_str(exc)}"
         return None, {"status": "load-error", "message": message}
-    return loaded.obj, {"status": "loaded", "name": safe_str(loaded.name, 200),
-                        "operations": sorted(provided_operations(loaded.obj))}
+    try:
+        capabilities = declared_capabilities(loaded.obj)
+        operations = sorted(provided_operations(loaded.obj))
+    except BaseException as exc:  # noqa: BLE001 - a malformed declaration, or one whose property raises
+        what = safe_str(exc) if isinstance(exc, CapabilityError) else f"{type(exc).__name__}: {safe_str(exc)}"
+        return None, {"status": "load-error", "message": f"its capability declaration is malformed: {what}"}
+    return loaded.obj, {"status": "loaded", "name": safe_str(loaded.name, 200), "operations": operations,
+                        "capabilities": capabilities.to_plain() if capabilities is not None else None}
 
 
 def _answer(reply: dict[str, Any]) -> bytes:
