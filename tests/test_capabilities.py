@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from conftest import run_row
-from specformer import context as context_module
+from specformer.checked import base as context_module
 from specformer.context import Context, LocalBackend
 from specformer.protocol import (CONVENTIONS, OPERATIONS, Capabilities, CapabilityError, Convention, NotApplicable,
                                  declared_capabilities, provided_operations)
