@@ -16,7 +16,7 @@
     implementation name or an unusable report path is a usage error.
 
 ``specformer site --report R [--report R2]... -o DIR``
-    builds the documentation site of the given reports (:mod:`specformer.site_command`).
+    builds the documentation site of the given reports (:mod:`specformer.site.command`).
 
 Exit codes of ``specformer run`` (:data:`EXIT_CODES`):
 
@@ -320,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="memory limit of each implementation's worker, in MiB; 0 for none (default: 4096)")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per row")
 
-    from specformer.site_command import add_parser
+    from specformer.site.command import add_parser
 
     add_parser(sub)
     return parser
@@ -338,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "claims":
             return _claims(args)
         if args.command == "site":
-            from specformer.site_command import run_site
+            from specformer.site.command import run_site
 
             return run_site(args)
         return _run(args, extra)
