@@ -201,7 +201,8 @@ def _answer(reply: dict[str, Any]) -> bytes:
     try:
         return wire.encode(reply)
     except BaseException as exc:  # noqa: BLE001 - a value whose iteration raises
-        return wire.encode({"status": "unencodable", "message": f"{type(exc).__name__}: {safe_str(exc, 300)}"})
+        return wire.encode({"status": "unencodable", "message": f"{type(exc).__name__}: {safe_str(exc, 300)}",
+                            "id": reply.get("id")})
 
 
 # -- the process -------------------------------------------------------------------------
@@ -253,7 +254,9 @@ def main(channel: int, output: int, spec: str, threads: int = 1, memory_mib: int
             return
         if request.get("op") == "stop":
             return
-        conn.send_bytes(_answer(call(impl, request)))
+        reply = call(impl, request)
+        reply["id"] = request.get("id")  # the checker takes only the answer to the request it sent
+        conn.send_bytes(_answer(reply))
 
 
 def run_locally(impl: Any, request: dict[str, Any]) -> Any:
