@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from contextlib import contextmanager
 import os
 import time
 from pathlib import Path
@@ -52,7 +53,8 @@ from specformer.protocol import FAMILIES
 from specformer.report import ReportWriter, implementation_entry
 from specformer.runner import MATH, RowResult, run_property
 from specformer.selection import claim_globs, row_selected, topic_selects
-from specformer.summary import failure_block, summary_lines
+from specformer.shrinking import ShrinkBudget, budget_for
+from specformer.summary import failure_block, render_call, summary_lines
 from specformer.supervisor import DEFAULT_MEMORY_MIB, WorkerPool, WorkerSettings, shutdown
 
 PROPERTIES_DIR = Path(specformer.properties.__file__).parent.resolve()
@@ -75,6 +77,10 @@ class SuiteState:
         self._threads: int | None = None
         self._deviations: tuple[list[deviations.Deviation], list[deviations.Deviation]] | None = None
         self._selectors: list[dict[str, Any]] | None | bool = False
+        #: selected properties that call no implementation, left out of a user's run (see math_rows)
+        self.math_left_out: set[str] = set()
+        #: properties whose rows a selected family's implementations cannot run (for the summary)
+        self.selected_families: set[str] = set()
 
     @property
     def row_selectors(self) -> list[dict[str, Any]] | None:
@@ -197,9 +203,20 @@ class SuiteState:
                 and topic_selects(prop.claim, prop.family, self.option("specformer_topic"))
                 and (rows is None or any(r["property"] == prop.qualname for r in rows)))
 
+    @property
+    def math_rows(self) -> bool:
+        """Whether rows that call no implementation run: in the suite's own run (no ``--impl``) or with ``--with-math``.
+
+        A user's ``--impl mine.py`` runs only the rows that call ``mine.py``.
+        """
+        return bool(self.option("specformer_with_math") or not self.option("specformer_impl"))
+
     def rows_for(self, prop: Property) -> Iterator[tuple[dict[str, Any] | None, str, str]]:
         """The ``(implementation or None for math, device, dtype)`` rows of a selected property."""
         wanted_dtypes = self.option("specformer_dtype")
+        if not prop.needs and not self.math_rows:
+            self.math_left_out.add(prop.qualname)
+            return
         if prop.needs:
             family_ops = {op.method for op in FAMILIES[prop.family].operations} if prop.family in FAMILIES else set()
             impls: list[dict[str, Any] | None] = [
@@ -246,6 +263,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="a listed deviation that no longer deviates (fixed) fails the run")
     group.addoption("--rows", dest="specformer_rows", default=None, metavar="FILE",
                     help="JSON list of the exact rows to run (written by `specformer run --failed`)")
+    group.addoption("--with-math", dest="specformer_with_math", action="store_true",
+                    help="also run the properties that call no implementation (arithmetic on published numbers, "
+                         "the documents' own code, library facts); they run anyway when no --impl is given")
     group.addoption("--profile", dest="specformer_profile", default="ci", choices=sorted(PROFILES),
                     help="Hypothesis profile (default: ci)")
     group.addoption("--report", dest="specformer_report", default=None, metavar="PATH",
@@ -275,7 +295,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if path and not state.is_xdist_worker:
         impls = list(state.implementations)
         load_properties()
-        if any(not p.needs and state.selected(p) for p in REGISTRY.values()):
+        if state.math_rows and any(not p.needs and state.selected(p) for p in REGISTRY.values()):
             impls.append(implementation_entry(MATH, MATH))
         state.writer = ReportWriter(Path(path), impls, config.getoption("specformer_profile"))
         state.writer.start()
@@ -349,10 +369,35 @@ class PropertyFile(pytest.File):
         for prop in [p for p in REGISTRY.values() if p.module == topic and p.family == family]:
             if not state.selected(prop):
                 continue
+            state.selected_families.add(prop.family)
             for impl, device, dtype in state.rows_for(prop):
                 name = impl["name"] if impl else MATH
                 yield PropertyItem.from_parent(self, name=f"{prop.name}[{name}-{device}-{dtype}]",
                                                prop=prop, impl=impl, device=device, dtype=dtype)
+
+
+@contextmanager
+def bounded_shrinking(prop: Property, profile: str) -> Iterator[ShrinkBudget]:
+    """Run a row with its shrinking bounded (:mod:`specformer.shrinking`); the test is restored after."""
+    test = prop.function
+    inner = test.hypothesis.inner_test
+    budget = ShrinkBudget(budget_for(profile, prop.max_examples))
+    test.hypothesis.inner_test = budget.wrap(inner)
+    try:
+        yield budget
+    finally:
+        test.hypothesis.inner_test = inner
+
+
+def describe_failure(row: RowResult, prop: Property, budget: ShrinkBudget) -> None:
+    """Say so when the budget cut the shrinking; show the smallest failing example's arguments as Python."""
+    if budget.cut and "(not shrunk:" in row.message:
+        row.message = row.message.split(" (not shrunk:", 1)[0] + (
+            f" (shrinking stopped at the profile's budget of {budget.limit} examples)")
+    if budget.failing is not None and not row.as_expected and row.outcome in ("fail", "error"):
+        rendered = render_call(prop.name, budget.failing[1])
+        if rendered is not None:
+            row.counterexample = rendered
 
 
 class PropertyFailure(Exception):
@@ -387,11 +432,13 @@ class PropertyItem(pytest.Item):
                                     "implementation": impl["name"] if impl else MATH, "device": self.device,
                                     "dtype": self.dtype}, spec) for entry in entries)
         try:
-            row = run_property(
-                self.prop, WorkerBackend(state.pool, impl["spec"]) if impl else None,
-                impl["name"] if impl else MATH, spec, self.device, self.dtype,
-                state.option("specformer_profile"), state.option("specformer_row_timeout"),
-                frozenset(impl["operations"]) if impl else None, seed=seed, shrink=not listed)
+            with bounded_shrinking(self.prop, state.option("specformer_profile")) as budget:
+                row = run_property(
+                    self.prop, WorkerBackend(state.pool, impl["spec"]) if impl else None,
+                    impl["name"] if impl else MATH, spec, self.device, self.dtype,
+                    state.option("specformer_profile"), state.option("specformer_row_timeout"),
+                    frozenset(impl["operations"]) if impl else None, seed=seed, shrink=not listed)
+            describe_failure(row, self.prop, budget)
             row = deviations.apply(row, entries, spec,
                                    strict=state.option("specformer_strict_deviations"))
         except KeyboardInterrupt:
@@ -487,8 +534,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tr = terminalreporter
     tr.section("specformer summary")
     impls = state.implementations if state._impls is not None else []
-    for line, markup in summary_lines(state.rows, impls, complete(state, exitstatus), state.expected_rows):
+    families = {str(r.get("family")) for r in state.rows if r.get("family")} | state.selected_families
+    for line, markup in summary_lines(state.rows, impls, complete(state, exitstatus), state.expected_rows,
+                                      families=families or None, math_left_out=len(state.math_left_out)):
         tr.write_line(line, **markup)
+    tr.write_line(f"time: {time.perf_counter() - state.start:.1f} s")
     path = state.option("specformer_report")
     if path:
         tr.write_line(f"report: {path}")
