@@ -65,7 +65,8 @@ def _claims(args: argparse.Namespace) -> int:
     if args.check:
         from specformer.property import load_properties
 
-        problems = check_consistency(claims, load_properties().values())
+        props = load_properties()
+        problems = check_consistency(claims, props.values())
         for problem in problems:
             print(problem, file=sys.stderr)
         print(f"{len(claims)} claims, {len(props)} properties: "

@@ -400,6 +400,51 @@ def describe_failure(row: RowResult, prop: Property, budget: ShrinkBudget) -> No
             row.counterexample = rendered
 
 
+class _OutputMark:
+    """What an implementation's worker printed (stdout and stderr) during one row, shown for failing rows.
+
+    The worker's output is drained into a tail by the supervisor; this notes how much had
+    arrived when the row started, and takes what came after.
+    """
+
+    #: Lines of a row's output shown at most (its end).
+    SHOWN = 20
+
+    def __init__(self, pool: WorkerPool, spec: str) -> None:
+        self.pool, self.spec = pool, spec
+        self.output = getattr(getattr(pool, "_workers", {}).get(spec), "_output", None)
+        self.start = getattr(self.output, "total", 0)
+
+    def position(self) -> int:
+        """How many bytes the worker has printed so far."""
+        return int(getattr(self.output, "total", 0))
+
+    def text(self, span: tuple[int, int] | None = None) -> str:
+        """The output between the byte positions ``span`` (default: since the row's start), as text."""
+        output = self.output
+        if output is None or not hasattr(output, "lock"):
+            return ""
+        time.sleep(0.02)  # the drain thread may lag the answer by a moment
+        with output.lock:
+            total, tail = output.total, output.tail
+        start, end = span if span is not None else (self.start, total)
+        first = len(tail) - (total - start)  # offsets into the kept tail
+        last = len(tail) - (total - end)
+        data = tail[max(first, 0):max(last, 0)]
+        return data.decode("utf-8", "replace").rstrip()
+
+    def append_to(self, message: str, span: tuple[int, int] | None = None) -> str:
+        """``message`` and what the implementation printed during the failing example (``span``), or the row."""
+        text = self.text(span)
+        if not text:
+            return message
+        lines = text.splitlines()
+        cut = [f"| ... ({len(lines) - self.SHOWN} lines before)"] if len(lines) > self.SHOWN else []
+        what = "the failing example" if span is not None else "this row"
+        return message + f"\nthe implementation printed (stdout and stderr) during {what}:\n" + \
+            "\n".join(cut + [f"| {line}" for line in lines[-self.SHOWN:]])
+
+
 class PropertyFailure(Exception):
     """A row that did not end as expected."""
 
@@ -431,14 +476,19 @@ class PropertyItem(pytest.Item):
         listed = any(entry.matches({"claim": self.prop.claim, "property": self.prop.qualname,
                                     "implementation": impl["name"] if impl else MATH, "device": self.device,
                                     "dtype": self.dtype}, spec) for entry in entries)
+        printed = _OutputMark(state.pool, spec) if impl else None
         try:
             with bounded_shrinking(self.prop, state.option("specformer_profile")) as budget:
+                if printed is not None:
+                    budget.mark = printed.position
                 row = run_property(
                     self.prop, WorkerBackend(state.pool, impl["spec"]) if impl else None,
                     impl["name"] if impl else MATH, spec, self.device, self.dtype,
                     state.option("specformer_profile"), state.option("specformer_row_timeout"),
                     frozenset(impl["operations"]) if impl else None, seed=seed, shrink=not listed)
             describe_failure(row, self.prop, budget)
+            if printed is not None and not row.as_expected:
+                row.message = printed.append_to(row.message, budget.failing_mark)
             row = deviations.apply(row, entries, spec,
                                    strict=state.option("specformer_strict_deviations"))
         except KeyboardInterrupt:

@@ -42,6 +42,9 @@ class ShrinkBudget:
         self.after_failure = 0
         self.cut = False
         self.failing: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+        #: called before each example; its value at the last failing example is kept in ``failing_mark``
+        self.mark: Callable[[], Any] = lambda: None
+        self.failing_mark: Any = None
 
     def wrap(self, inner: Callable[..., Any]) -> Callable[..., Any]:
         """``inner`` with the count and the record (module doc)."""
@@ -54,10 +57,11 @@ class ShrinkBudget:
                 if self.limit is not None and self.after_failure > self.limit:
                     self.cut = True
                     raise ShrinkingCut(f"shrinking stopped after {self.limit} smaller examples (the profile's budget)")
+            mark = self.mark()
             try:
                 return inner(*args, **kwargs)
             except failures:
-                self.failing = (args, kwargs)
+                self.failing, self.failing_mark = (args, kwargs), (mark, self.mark())
                 raise
 
         return budgeted

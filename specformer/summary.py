@@ -183,6 +183,24 @@ def render_value(value: Any, depth: int = 0) -> str | None:
     return None
 
 
+def _fields_on_lines(value: Any) -> str | None:
+    import dataclasses
+
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        fields = list(value._fields)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = [f.name for f in dataclasses.fields(value)]
+    elif isinstance(value, tuple):
+        parts = [render_value(v) for v in value]
+        return "(\n" + "".join(f"        {p},\n" for p in parts) + "    )" if None not in parts else None
+    else:
+        return None
+    parts = [render_value(getattr(value, f)) for f in fields]
+    if None in parts:
+        return None
+    return f"{type(value).__name__}(\n" + "".join(f"        {f}={p},\n" for f, p in zip(fields, parts)) + "    )"
+
+
 def render_call(name: str, kwargs: Mapping[str, Any]) -> str | None:
     """``name(a=..., b=...)`` with every argument as Python, or ``None`` when one cannot be written so."""
     parts = []
@@ -192,6 +210,8 @@ def render_call(name: str, kwargs: Mapping[str, Any]) -> str | None:
         text = render_value(value)
         if text is None:
             return None
+        if len(text) > 100:  # a case object: one field per line
+            text = _fields_on_lines(value) or text
         parts.append(f"    {key}={text},")
     return "\n".join([f"{name}(", *parts, ")"])
 
@@ -348,7 +368,8 @@ def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str
     bad_rows = [r for r in rows if not r["as_expected"]]
     if bad_rows:
         groups = grouped_failures(bad_rows)
-        same = f" ({len(groups)} distinct failures)" if len(groups) < len(bad_rows) else ""
+        same = (f" ({len(groups)} distinct failure{'s' if len(groups) > 1 else ''})"
+                if len(groups) < len(bad_rows) else "")
         out += [("", {}), (f"{len(bad_rows)} rows did not end as expected{same}:", {"red": True, "bold": True})]
         for group in groups:
             out += [("", {}), *((line, {}) for line in failure_block(group[0], group[1:]))]
