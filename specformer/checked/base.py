@@ -258,9 +258,11 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, what: str, tol: T
     if bad.any():
         excess = (err - bound).masked_fill(~bad, float("-inf"))
         idx = tuple(int(i) for i in torch.unravel_index(excess.argmax(), excess.shape))
+        # the suite's one wording of a tolerance failure (properties that bound errors themselves use it too)
         raise AssertionError(
-            f"{what}: {int(bad.sum())} of {bad.numel()} entries out of tolerance "
-            f"(rtol={tol.rtol:g}, atol={tol.atol:g}"
+            f"{what}: {int(bad.sum())} of {bad.numel()} entries out of tolerance; worst at {idx}: "
+            f"got {float(actual[idx]):.9g}, expected {float(expected[idx]):.9g} "
+            f"(allowed error {float(bound[idx]):.3g}: atol {tol.atol:g} + rtol {tol.rtol:g} x |expected|"
             + (f", or {LOW_PRECISION_FACTOR:g}x the same-dtype reference's error" if reference_error is not None else "")
-            + f"); worst at {idx}: got {float(actual[idx]):.9g}, expected {float(expected[idx]):.9g}"
+            + ")"
         )
