@@ -20,7 +20,7 @@
     the report of the whole run (:mod:`specformer.sharding`).
 
 ``specformer site --report R [--report R2]... -o DIR``
-    builds the documentation site of the given reports (:mod:`specformer.site_command`).
+    builds the documentation site of the given reports (:mod:`specformer.site.command`).
 
 Exit codes of ``specformer run`` (:data:`EXIT_CODES`):
 
@@ -48,12 +48,14 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
-from specformer import deviations, selection
+from specformer import selection
 from specformer.adapters import BUILTIN, DEFAULT_IMPLEMENTATIONS
-from specformer.claims import ClaimError, check_consistency, load_claims
 from specformer.loading import file_target
 from specformer.options import number_problem
-from specformer.property import load_properties
+
+# Imported where used, so that ``--help`` and ``specformer claims`` answer without
+# importing torch or Hypothesis: specformer.deviations (imports the runner),
+# specformer.claims (YAML, JSON schema), specformer.property (its modules import torch).
 
 DEFAULT_REPORT = os.path.join("reports", "report.json")
 #: Exit codes of ``specformer run``.
@@ -64,20 +66,28 @@ PROFILE_NAMES = ("quick", "ci", "thorough")
 
 
 def _claims(args: argparse.Namespace) -> int:
+    from specformer.claims import check_consistency, load_claims
+
     claims = load_claims()
-    props = load_properties()
     if args.check:
+        from specformer.property import load_properties
+
+        props = load_properties()
         problems = check_consistency(claims, props.values())
         for problem in problems:
             print(problem, file=sys.stderr)
         print(f"{len(claims)} claims, {len(props)} properties: "
               f"{'consistent' if not problems else f'{len(problems)} problems'}")
         return 1 if problems else 0
-    selected = [c for c in claims.values() if not args.topic or c.topic == args.topic]
+    props = _catalogue_properties()
+    problem = _claims_selection_problem(args, claims, props)
+    if problem:
+        return _usage(problem)
+    selected = [c for c in claims.values() if selection.topic_selects(c.id, c.family, _topics(args))]
     if args.json:
         out = []
         for claim in selected:
-            checks = [{"property": p.qualname, "expect": p.expect, "needs": list(p.needs)}
+            checks = [{"property": p.qualname, "expect": p.expect, "needs": list(p.needs), "about": p.about}
                       for p in props.values() if p.claim == claim.id]
             out.append({**claim.to_json(), "properties": checks})
         json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
@@ -89,6 +99,32 @@ def _claims(args: argparse.Namespace) -> int:
         print(f"{claim.id:{width}s}  {claim.verdict:15s}  {claim.kind:16s}  {n} prop  {claim.title}")
     print(f"\n{len(selected)} claims")
     return 0
+
+
+def _catalogue_properties() -> dict[str, Any]:
+    """The properties' metadata: read from their source when it can be (fast), else imported."""
+    from specformer.property_index import static_properties
+
+    props = static_properties()
+    if props is None:
+        from specformer.property import load_properties
+
+        props = load_properties()
+    return props
+
+
+def _claims_selection_problem(args: argparse.Namespace, claims: dict[str, Any], props: dict[str, Any]) -> str | None:
+    """``claims --topic T``: a topic that matches nothing is a usage error, as for ``run --topic T``."""
+    if not args.topic:
+        return None
+    problems = selection.selection_problems(
+        {c.id: c.family for c in claims.values()}, {q: (p.claim, p.name) for q, p in props.items()},
+        None, None, _topics(args), None, {})
+    return "\n".join(problems) or None
+
+
+def _topics(args: argparse.Namespace) -> list[str] | None:
+    return [args.topic] if isinstance(args.topic, str) else args.topic
 
 
 def version() -> str:
@@ -136,6 +172,7 @@ def _cap_jobs(args: argparse.Namespace, rows_file: Path | None) -> None:
     if args.jobs <= 1:
         return
     from specformer import devices
+    from specformer.property import load_properties
 
     if rows_file is not None:
         bound = len(json.loads(rows_file.read_text(encoding="utf-8")))
@@ -153,7 +190,10 @@ def _cap_jobs(args: argparse.Namespace, rows_file: Path | None) -> None:
             for device in devices.requested_devices(args.device):
                 dtypes = [d for d in devices.DEVICE_DTYPES[device]
                           if (not prop.dtypes or d in prop.dtypes) and (not wanted or d in wanted)]
-                bound += min(len(dtypes), 1 if device == "cpu" else 0) if not prop.needs else impls * len(dtypes)
+                if prop.needs:
+                    bound += impls * len(dtypes)
+                elif _math_rows(args):
+                    bound += min(len(dtypes), 1 if device == "cpu" else 0)
     if args.jobs > max(bound, 1):
         print(f"specformer: --jobs {args.jobs} capped at {max(bound, 1)}, the number of rows selected")
         args.jobs = max(bound, 1)
@@ -219,6 +259,8 @@ def _path_problem(option: str, value: str) -> str | None:
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with the ``run`` options, checked without importing any implementation."""
+    from specformer import deviations
+
     for spec in args.impl or []:
         problem = _spec_syntax_problem(spec) or _impl_problem(spec)
         if problem:
@@ -242,7 +284,9 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
 
 def _selection_problem(args: argparse.Namespace) -> str | None:
     """A selection that matches nothing, or CUDA asked for where there is none (imports torch)."""
-    from specformer import devices
+    from specformer import deviations, devices
+    from specformer.claims import load_claims
+    from specformer.property import load_properties
 
     if args.device == "cuda" and not devices.available("cuda"):
         return ("--device cuda: no CUDA device is available on this machine (torch.cuda.is_available() is "
@@ -297,7 +341,13 @@ def _usage(problem: str) -> int:
     return EXIT_CODES["usage"]
 
 
+def _math_rows(args: argparse.Namespace) -> bool:
+    """Whether the run includes rows that call no implementation (see ``--with-math``)."""
+    return bool(args.with_math or not getattr(args, "impl_given", args.impl) or args.failed)
+
+
 def _run(args: argparse.Namespace, extra: list[str]) -> int:
+    args.impl_given = bool(args.impl)
     problem = _usage_problem(args)
     if problem:
         return _usage(problem)
@@ -342,7 +392,8 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
                    # this command imported specformer before pytest could rewrite its asserts;
                    # nothing is lost: every assertion of the properties carries its own message
                    "-W", "ignore::pytest.PytestAssertRewriteWarning",
-                   "-v" if args.verbose else "-q", "--no-header", "--tb=no",
+                   # one summary, specformer's: pytest's own sections and its count line are left out
+                   "-v" if args.verbose else "-qq", "--no-summary", "--no-header", "--tb=no",
                    "--device", args.device, "--profile", args.profile, "--report", str(report_path),
                    "--row-timeout", str(args.row_timeout), "--threads", str(args.threads),
                    "--memory-limit", str(args.memory_limit)]
@@ -362,6 +413,8 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
         pytest_args.append("--strict-deviations")
     if args.shard:
         pytest_args += ["--shard", args.shard]
+    if _math_rows(args):
+        pytest_args.append("--with-math")
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a polite kill ends the run as interrupted
     status, report = 3, None
     try:
@@ -410,9 +463,29 @@ def _final_report(report_path: Path, before: frozenset[int] = frozenset()) -> di
     return None
 
 
+def _plain(text: str) -> str:
+    """reStructuredText markup (````code````, ``:data:`X```) as plain text for the terminal."""
+    import re
+
+    text = re.sub(r":\w+:`~?([^`]+)`", r"\1", text)
+    return text.replace("``", "")
+
+
+def _help_epilog() -> str:
+    """The end of ``specformer --help``: a first run and the exit codes, in plain text."""
+    codes = ", ".join(f"{code} {meaning}" for meaning, code in EXIT_CODES.items())
+    return ("examples:\n"
+            "  specformer claims --topic masking        the claims of one topic\n"
+            "  specformer new attention -o mine.py      a skeleton adapter to fill in\n"
+            "  specformer run --impl mine.py            check it (only its rows)\n"
+            "  specformer replay REPORT ROW             a failing row's inputs, to debug in Python\n"
+            f"\nexit codes of run: {codes}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser."""
-    parser = argparse.ArgumentParser(prog="specformer", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="specformer", description=_plain(__doc__.split("\n\n")[0]),
+                                     epilog=_help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"specformer {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -450,6 +523,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="rows run in N processes at once (pytest-xdist; default: 1)")
     run.add_argument("--memory-limit", type=int, default=4096, metavar="MIB",
                      help="memory limit of each implementation's worker, in MiB; 0 for none (default: 4096)")
+    run.add_argument("--with-math", action="store_true",
+                     help="with --impl: also run the rows that call no implementation (they run once, in the "
+                          "suite's own run without --impl)")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per row")
     run.add_argument("--shard", metavar="K/N", default=None,
                      help="run only the K-th of N disjoint, balanced parts of the selected rows (one CI job per "
@@ -459,10 +535,16 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("reports", nargs="+", metavar="REPORT", help="the reports to merge")
     merge.add_argument("-o", "--output", required=True, metavar="PATH", help="where to write the merged report")
 
-    from specformer.site_command import add_parser
+    from specformer.site.command import add_parser
 
     add_parser(sub)
     return parser
+
+
+def _claim_error() -> type[Exception]:
+    from specformer.claims import ClaimError
+
+    return ClaimError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -479,11 +561,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "merge":
             return _merge(args)
         if args.command == "site":
-            from specformer.site_command import run_site
+            from specformer.site.command import run_site
 
             return run_site(args)
         return _run(args, extra)
-    except ClaimError as exc:
+    except _claim_error() as exc:
         print(f"specformer: invalid specification: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into head and the like

@@ -130,10 +130,15 @@ def environment(profile: str, command: str) -> dict[str, Any]:
 
 
 def implementation_entry(name: str, spec: str, operations: list[str] | None = None, status: str = "loaded",
-                         message: str = "", omitted_families: list[str] | None = None) -> dict[str, Any]:
-    """One entry of the report's ``implementations`` list."""
+                         message: str = "", omitted_families: list[str] | None = None,
+                         capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One entry of the report's ``implementations`` list.
+
+    ``capabilities`` is the implementation's declaration as plain data
+    (:meth:`specformer.protocol.Capabilities.to_plain`), or None when it declares none.
+    """
     return {"name": name, "spec": spec, "operations": sorted(operations or []), "status": status,
-            "message": message, "omitted_families": sorted(omitted_families or [])}
+            "message": message, "omitted_families": sorted(omitted_families or []), "capabilities": capabilities}
 
 
 def naming_problem(implementations: list[dict[str, Any]]) -> str | None:

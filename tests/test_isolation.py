@@ -42,7 +42,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                "--row-timeout", str(ROW_TIMEOUT), "--memory-limit", "2048", "--report", str(report)]
     for impl in impls:
         command += ["--impl", impl]
-    command += ["--property", "scaling.dot_products_of_unit_variance_vectors_have_variance_d_k_as_written"]  # a math row beside them
+    command += ["--property", "scaling.dot_products_of_unit_variance_vectors_have_variance_d_k_as_written",
+                "--with-math"]  # a math row beside them
     start = time.perf_counter()
     done = subprocess.run(command, cwd=tmp, capture_output=True, text=True, timeout=600)
     return {"done": done, "seconds": time.perf_counter() - start,

@@ -18,7 +18,7 @@ from specformer.report import REPORT_SCHEMA, build_report
 from specformer.runner import RowResult
 
 SELECTION = ["--claims", "attention.weights-sum-to-one,attention.slide-example,scaling.dot-product-variance",
-             "--impl", "reference", "--impl", "torch-sdpa", "--dtype", "float64"]
+             "--impl", "reference", "--impl", "torch-sdpa", "--dtype", "float64", "--with-math"]
 
 
 def test_shards_are_disjoint_cover_the_rows_and_differ_in_size_by_at_most_one() -> None:
