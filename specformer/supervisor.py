@@ -145,21 +145,26 @@ class Worker:
     def _reap(self) -> None:
         if not self._dead:
             self._dead = True
+            # SIGKILL first: a dead worker (a zombie until reaped) keeps its exit status, and one that
+            # closed its channel but lives on would otherwise hold its server in waitpid
+            self._signal_group(signal.SIGKILL)
             restarts = self._server.restarts
             self._exitcode = self._server.reap(self.pid)
             self._server_lost = self._exitcode is None and self._server.restarts != restarts
             self._conn.close()
             self._peek.close()
 
+    def _signal_group(self, signum: int) -> None:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(self.pid, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
+
     def kill(self) -> None:
         """Stop the worker at once (SIGKILL), with any process it started, and reap it."""
         if self._dead:
             return
-        for kill in (os.killpg, os.kill):
-            try:
-                kill(self.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
         self._reap()
 
     def stop(self) -> None:

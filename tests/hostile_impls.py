@@ -306,14 +306,17 @@ class Slow:
 
 
 class WrongAndRefusesAtRandom:
-    """Adds one to the output, and refuses about half the calls as outside its domain, at random."""
+    """Adds one to the output, and refuses every third call as outside its domain, whatever the
+    example (as random as a refusal can be, and the same in every run)."""
 
     name = "wrong-and-refuses-at-random"
 
-    def attention(self, q, k, v, mask=None, *, causal=False):
-        import random
+    def __init__(self):
+        self.calls = 0
 
-        if random.random() < 0.5:
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        self.calls += 1
+        if self.calls % 3 == 0:
             raise NotApplicable("not today")
         out, weights = correct_attention(q, k, v, mask, causal)
         return out + 1.0, weights
@@ -342,3 +345,14 @@ class WrongAndSlow:
         time.sleep(0.2)
         out, weights = correct_attention(q, k, v, mask, causal)
         return out + 1.0, weights
+
+
+class ClosesItsChannel:
+    """Closes every socket it can find (the worker's channel), then sleeps."""
+
+    name = "closes-its-channel"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        for fd in _sockets():
+            os.close(fd)
+        time.sleep(3600)

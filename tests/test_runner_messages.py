@@ -52,3 +52,10 @@ def test_a_property_that_is_not_deterministic_says_so() -> None:
     assert row.outcome == "error", row
     assert "the property is not deterministic" in row.message and "Flaky" not in row.message.split("(")[0], \
         row.message
+
+
+def test_a_worker_that_closes_its_channel_and_lives_on_is_ended_at_once() -> None:
+    start = time.perf_counter()
+    row = run_in_worker("ClosesItsChannel", timeout_s=60)
+    assert row.outcome == "error", row.message
+    assert time.perf_counter() - start < 10, "the checker waited on a worker that no longer answers"
