@@ -139,6 +139,18 @@ class ReferenceImplementation:
 
         return viterbi(word, pieces)
 
+    def unigram_em_step(self, words: dict[str, int], pieces: dict[str, float]) -> dict[str, float]:
+        """:func:`specformer.reference.tokenization.unigram.em_step`."""
+        from specformer.reference.tokenization.unigram import em_step
+
+        return em_step(words, pieces)
+
+    def unigram_prune(self, words: dict[str, int], pieces: dict[str, float], size: int) -> dict[str, float]:
+        """:func:`specformer.reference.tokenization.unigram.prune`."""
+        from specformer.reference.tokenization.unigram import prune
+
+        return prune(words, pieces, size)
+
     def tokenize_text(self, kind: str, text: str) -> list[str]:
         """:func:`specformer.reference.tokenization.text.tokenize_text` (words, characters, bpe, byte-bpe, unigram)."""
         from specformer.reference.tokenization.text import tokenize_text

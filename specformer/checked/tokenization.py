@@ -50,6 +50,23 @@ def _pairs(op: str, value: Any, item: type, what: str) -> list[tuple[Any, Any]]:
     return pairs
 
 
+def _log_probabilities(op: str, value: Any, what: str) -> dict[str, float]:
+    from specformer.context import ImplementationError
+    from specformer.wire import describe
+
+    if not isinstance(value, dict):
+        raise ImplementationError(f"{op} returned {describe(value)} for {what}, expected a dict of str to float")
+    if len(value) > MAX_ITEMS:
+        raise ImplementationError(f"{op} returned {len(value)} items for {what}, more than {MAX_ITEMS}")
+    table = {}
+    for piece, logp in value.items():
+        if type(piece) is not str or type(logp) not in (float, int) or not logp <= 1e-12:
+            raise ImplementationError(f"{op} returned {piece!r:.100}: {logp!r:.100} in {what}, expected a piece "
+                                      "(str) and a log-probability (a float <= 0)")
+        table[piece] = float(logp)
+    return table
+
+
 class TokenizationCalls(_Base):
     """The tokenization family's operations, as a property calls them."""
 
@@ -91,6 +108,16 @@ class TokenizationCalls(_Base):
         """The implementation's unigram segmentation of ``word``."""
         result = self.call("unigram_segment", word, dict(pieces), names=("word", "pieces"))
         return _items("unigram_segment", result, str, f"the segmentation of {word!r:.100}")
+
+    def unigram_em_step(self, words: dict[str, int], pieces: dict[str, float]) -> dict[str, float]:
+        """The implementation's piece table after one EM step, checked to be log-probabilities."""
+        result = self.call("unigram_em_step", dict(words), dict(pieces), names=("words", "pieces"))
+        return _log_probabilities("unigram_em_step", result, "the piece table after an EM step")
+
+    def unigram_prune(self, words: dict[str, int], pieces: dict[str, float], size: int) -> dict[str, float]:
+        """The implementation's piece table after one pruning step, checked to be log-probabilities."""
+        result = self.call("unigram_prune", dict(words), dict(pieces), size, names=("words", "pieces", "size"))
+        return _log_probabilities("unigram_prune", result, "the piece table after pruning")
 
     def tokenize_text(self, kind: str, text: str) -> list[str]:
         """The tokens of ``text`` under the implementation's tokenizer ``kind``."""
