@@ -704,6 +704,33 @@ def each_word_is_its_own_tokens_ending_in_one_marker(ctx: Context, case) -> None
     assert spelled == words, f"{text!r}: the tokens {tokens} spell the words {spelled}, not {words}"
 
 
+#: 004's second example and the splits the slide shows (markers dropped).
+GRAD_STUDENT = "The best gradient descent method is grad student descent"
+SLIDE_SPLITS = {"gradient": ["grad", "i", "ent"], "descent": ["desc", "ent"], "student": ["stud", "ent"]}
+
+
+@claim_property("bpe.slide-examples", needs=("tokenize_text",), dtypes=F64)
+@given(words=st.permutations(GRAD_STUDENT.split()))
+def the_bert_vocabulary_keeps_frequent_words_whole_and_splits_the_slides_words_otherwise(ctx: Context,
+                                                                                           words) -> None:
+    """Depends on the vocabulary: the shipped BERT vocabulary (kind ``"bert"``) on the slide's words in any order
+    keeps ``the best method is`` whole, as the slide does, and ``gradient``, ``descent``, ``student`` whole too
+    (the slide splits them), while it splits ``grad`` (``gr ##ad``); each word's pieces spell it."""
+    text = " ".join(words)
+    tokens = ctx.tokenize_text("bert", text)
+    pieces: list[list[str]] = []
+    for token in tokens:
+        if token.startswith("##") and pieces:
+            pieces[-1].append(token[2:])
+        else:
+            pieces.append([token])
+    assert ["".join(p) for p in pieces] == [w.lower() for w in words], f"{text!r}: {tokens} do not spell the words"
+    split = {w.lower(): p for w, p in zip(words, pieces)}
+    whole = [w for w in ("the", "best", "method", "is", *SLIDE_SPLITS) if len(split[w]) != 1]
+    assert not whole, f"{text!r}: {tokens} split {whole}, which the shipped vocabulary holds whole"
+    assert split["grad"] == ["gr", "ad"], f"{text!r}: 'grad' is {split['grad']}, not gr ##ad"
+
+
 # --------------------------------------------------------------------------- libraries
 
 

@@ -274,3 +274,35 @@ def most_tokenizers_use_the_five_bert_names_as_written(ctx: Context, models) -> 
     names = set(BERT_SPECIAL_IDS)
     using = [m for m in models if set(model_special_tokens(m).values()) >= names]
     assert len(using) > len(models) / 2, f"only {using} of {list(models)} define all of {sorted(names)}"
+
+
+# --------------------------------------------------------------------------- the slides' examples
+
+#: Characters the shipped BERT vocabulary lacks (each becomes ``[UNK]``): the slide's emoji and others.
+UNKNOWN_SYMBOLS = ("\U0001F601", "\U0001F600", "\U0001F680", "\U0001F98A", "\u2603\ufe0f")
+#: 004's first example with the emoji and the apostrophe left open: (text, expected BERT units).
+SLIDE_SENTENCE = "Hello, y{apostrophe}all! How are you {emoji} ?"
+
+
+@claim_property("vocabulary.slide-examples", needs=("tokenize_text",), dtypes=F64)
+@given(apostrophe=st.sampled_from(["'", "\u2019"]), emoji=st.sampled_from(UNKNOWN_SYMBOLS))
+def the_bert_vocabulary_gives_the_slides_first_example_but_keeps_the_apostrophe_apart(ctx: Context, apostrophe,
+                                                                                      emoji) -> None:
+    """The shipped BERT vocabulary (kind ``"bert"``) on 004's first example, with a straight or curly apostrophe
+    and an emoji it lacks: the slide's units in lower case with the emoji as ``[UNK]``, except that the apostrophe
+    is a token of its own, and as typed (no tokenizer turns ``'`` into ``’``)."""
+    text = SLIDE_SENTENCE.format(apostrophe=apostrophe, emoji=emoji)
+    tokens = ctx.tokenize_text("bert", text)
+    expected = ["hello", ",", "y", apostrophe, "all", "!", "how", "are", "you", "[UNK]", "?"]
+    assert tokens == expected, f"{text!r}: {tokens}, expected {expected}"
+
+
+@claim_property("vocabulary.slide-examples", needs=("tokenize_text",), expect="counterexample", dtypes=F64)
+@given(emoji=st.sampled_from(UNKNOWN_SYMBOLS))
+def the_slides_pieces_come_from_its_input_as_written(ctx: Context, emoji) -> None:
+    """As written (004): the input with a straight apostrophe gives the slide's pieces (case and word-start marks
+    aside): ``hello , y’ all ! how are you [UNK] ?``, a curly apostrophe joined to ``y``."""
+    text = SLIDE_SENTENCE.format(apostrophe="'", emoji=emoji)
+    tokens = [t if t == "[UNK]" else t.lower().lstrip("\u2581_") for t in ctx.tokenize_text("bert", text)]
+    slide = ["hello", ",", "y\u2019", "all", "!", "how", "are", "you", "[UNK]", "?"]
+    assert tokens == slide, f"{text!r}: {tokens}, the slide shows {slide}"
