@@ -40,6 +40,8 @@ S = TypeVar("S", str, bytes)
 
 #: The end-of-word marker of the protocol and of 001's code.
 EOW = "</w>"
+#: SentencePiece's word-start marker (U+2581), the other way to mark words in running text.
+WORD_START = "\u2581"
 #: Tokenizers are dtype-free: one row per implementation.
 F64 = ("float64",)
 #: More merges than any corpus of :func:`sf.corpora` can use (8 words of at most 6 letters and the marker).
@@ -526,7 +528,9 @@ def the_byte_level_text_tokenizer_gives_every_text_back(ctx: Context, text) -> N
 @given(text=SURROGATE_TEXTS)
 @example(text="a\ud800b")
 def lone_surrogates_come_back_exactly_or_are_refused(ctx: Context, text) -> None:
-    """A ``str`` with a lone surrogate (not Unicode text) round-trips; an adapter may refuse it, never alter it."""
+    """A ``str`` with a lone surrogate (not Unicode text) round-trips; an implementation may declare that it
+    refuses such strings (``lone_surrogates=False``: not applicable), never alter one."""
+    ctx.require("lone_surrogates", True)
     tokens = ctx.byte_bpe_encode(text, training_byte_merges())
     back = ctx.byte_bpe_decode(tokens)
     same = back == text  # not in the assert: pytest's rewritten diff would print the raw surrogate
@@ -686,21 +690,30 @@ def spaced_texts(draw: st.DrawFn) -> tuple[str, list[str]]:
 @given(case=spaced_texts())
 @example(case=(" the  value ", ["the", "value"]))
 def each_word_is_its_own_tokens_ending_in_one_marker(ctx: Context, case) -> None:
-    """Word by word: no token holds whitespace; the tokens fall into one group per word, in order, each ending in
-    exactly one end-of-word marker (at the end of its last token) and spelling the word before it."""
+    """Word by word: no token holds whitespace; the tokens fall into one group per word, in order, each carrying
+    exactly one word marker and spelling the word without it. The marker is the protocol's end-of-word ``</w>``
+    at the end of a word's last token, or SentencePiece's ``▁`` at the start of its first (whichever the first
+    token shows)."""
     text, words = case
     tokens = ctx.tokenize_text("bpe", text)
     spaced = [t for t in tokens if any(c.isspace() for c in t)]
     assert not spaced, f"{text!r}: tokens {spaced} hold whitespace ({tokens})"
-    groups: list[list[str]] = [[]]
+    start = bool(tokens) and tokens[0].startswith(WORD_START)
+    marker = WORD_START if start else EOW
+    groups: list[list[str]] = []
     for token in tokens:
-        assert token.count(EOW) <= 1 and (EOW not in token or token.endswith(EOW)), (
-            f"{text!r}: the token {token!r} holds the marker {EOW!r} other than once at its end ({tokens})")
-        groups[-1].append(token)
-        if token.endswith(EOW):
+        assert token.count(marker) <= 1 and (
+            marker not in token or (token.startswith(marker) if start else token.endswith(marker))), (
+            f"{text!r}: the token {token!r} holds the marker {marker!r} other than once at its "
+            f"{'start' if start else 'end'} ({tokens})")
+        if start and token.startswith(marker) or not groups or (not start and groups[-1][-1].endswith(marker)):
             groups.append([])
-    assert not groups[-1], f"{text!r}: the tokens {groups[-1]} after the last marker end no word ({tokens})"
-    spelled = ["".join(group)[:-len(EOW)] for group in groups[:-1]]
+        groups[-1].append(token)
+    if not start:
+        assert not groups or groups[-1][-1].endswith(marker), (
+            f"{text!r}: the tokens {groups[-1]} after the last marker end no word ({tokens})")
+    assert all(marker in "".join(g) for g in groups), f"{text!r}: a group of {tokens} has no marker {marker!r}"
+    spelled = ["".join(group).replace(marker, "") for group in groups]
     assert spelled == words, f"{text!r}: the tokens {tokens} spell the words {spelled}, not {words}"
 
 

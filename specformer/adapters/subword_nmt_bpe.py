@@ -44,7 +44,7 @@ import io
 from typing import Any
 
 from specformer.adapters.hf_common import import_library
-from specformer.protocol import NotApplicable
+from specformer.protocol import Capabilities, NotApplicable
 
 #: The release this adapter is written against.
 SUBWORD_NMT_VERSION = "0.3.8"
@@ -70,8 +70,8 @@ def _check_marker(end_of_word: str) -> None:
         raise NotApplicable(f"subword-nmt's end-of-word marker is {LIBRARY_MARKER!r}, not {end_of_word!r}")
 
 
-def _check_word(word: str) -> None:
-    if not word or STAND_IN in word or any(c.isspace() for c in word) or LIBRARY_MARKER in word:
+def _check_word(word: str, *, empty: bool = False) -> None:
+    if (not word and not empty) or STAND_IN in word or any(c.isspace() for c in word) or LIBRARY_MARKER in word:
         raise NotApplicable(f"subword-nmt's adapter takes non-empty words without whitespace, {LIBRARY_MARKER!r} "
                             f"or its stand-in, not {word!r:.80}")
 
@@ -98,6 +98,8 @@ class SubwordNMT:
     """``subword-nmt``'s ``learn_bpe`` and ``apply_bpe`` as a tokenization implementation."""
 
     name = "subword-nmt"
+    #: The tokenizer kinds it runs (and, where its library takes valid Unicode only, no lone surrogates).
+    capabilities = Capabilities(conventions={"tokenizer_kind": frozenset({"bpe"})})
 
     def bpe_train(self, words: dict[str, int], num_merges: int, *, end_of_word: str = "</w>") -> list[tuple[str, str]]:
         _check_marker(end_of_word)
@@ -109,7 +111,7 @@ class SubwordNMT:
 
     def bpe_encode(self, word: str, merges: list[tuple[str, str]], *, end_of_word: str = "</w>") -> list[str]:
         _check_marker(end_of_word)
-        _check_word(word)
+        _check_word(word, empty=True)  # the empty word is the marker alone
         apply_bpe = _apply_bpe()
         codes: dict[tuple[str, str], int] = {}
         for rank, (a, b) in enumerate(merges):  # the protocol's marker is the stand-in here

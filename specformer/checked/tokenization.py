@@ -116,12 +116,15 @@ class TokenizationCalls(_Base):
         return _log_probabilities("unigram_prune", result, "the piece table after pruning")
 
     def tokenize_text(self, kind: str, text: str) -> list[str]:
-        """The tokens of ``text`` under the implementation's tokenizer ``kind``."""
+        """The tokens of ``text`` under the implementation's tokenizer ``kind`` (not applicable at once for a kind
+        the implementation declares it does not run)."""
+        self.require("tokenizer_kind", kind)
         result = self.call("tokenize_text", kind, text, names=("kind", "text"))
         return _items("tokenize_text", result, str, f"the {kind} tokens")
 
     def detokenize_text(self, kind: str, tokens: list[str]) -> str:
         """The text of ``tokens`` under the implementation's tokenizer ``kind``."""
+        self.require("tokenizer_kind", kind)
         result = self.call("detokenize_text", kind, list(tokens), names=("kind", "tokens"))
         return self._text("detokenize_text", result)
 

@@ -42,8 +42,12 @@ Conventions (the same for every implementation; adapters convert):
   tokenizer), ``"characters"``, ``"bpe"``, ``"byte-bpe"``, ``"wordpiece"``,
   ``"unigram"``, ``"bert"`` (the shipped BERT vocabulary).
 
-An adapter raises :class:`~specformer.protocol.base.NotApplicable` for a ``kind`` or an
-input its library does not take. This module declares the operations only;
+Conventions (:data:`CONVENTIONS`, declared by an adapter in its ``capabilities``):
+``tokenizer_kind``, the kinds ``tokenize_text`` runs (a property that needs another kind
+is not applicable at once); ``lone_surrogates``, whether a ``str`` holding a lone
+surrogate is taken (``False``: the library takes valid Unicode only, and the properties
+draw none for it). Inside what it declares an adapter answers; outside, it may raise
+:class:`~specformer.protocol.base.NotApplicable`, as one without a declaration still may. This module declares the operations only;
 :mod:`specformer.checked.tokenization` calls them and checks what they return.
 """
 
@@ -52,9 +56,11 @@ from __future__ import annotations
 from typing import Protocol
 
 from specformer.protocol.base import Family, Operation
+from specformer.protocol.capabilities import Convention
 
 __all__ = [
     "BPEImplementation",
+    "CONVENTIONS",
     "ByteBPEImplementation",
     "FAMILY",
     "TEXT_KINDS",
@@ -154,6 +160,16 @@ class TextTokenizerImplementation(Protocol):
         ...
 
 
+#: The tokenization family's conventions (see the module docstring).
+CONVENTIONS: dict[str, Convention] = {
+    "tokenizer_kind": Convention(values=TEXT_KINDS, doc=(
+        "the tokenizers tokenize_text and detokenize_text run: words, characters, bpe, byte-bpe, wordpiece, "
+        "unigram, bert")),
+    "lone_surrogates": Convention(values=(True, False), doc=(
+        "whether a str holding a lone surrogate (U+D800 to U+DFFF alone, not Unicode text) is taken; False: "
+        "valid Unicode only, as libraries that store text as UTF-8 require")),
+}
+
 #: The tokenization family, registered in :data:`specformer.protocol.FAMILIES`.
 FAMILY = Family("tokenization", (
     Operation("bpe_train", BPEImplementation),
@@ -167,4 +183,4 @@ FAMILY = Family("tokenization", (
     Operation("unigram_prune", UnigramTrainingImplementation),
     Operation("tokenize_text", TextTokenizerImplementation),
     Operation("detokenize_text", TextTokenizerImplementation),
-))
+), CONVENTIONS)
