@@ -96,9 +96,6 @@ CASES = [
 
 #: The claims as written: the reference refutes each; a tokenizer that agrees with the claim must not.
 AS_WRITTEN = {
-    "words.word_tokens_determine_the_text_as_written": with_parts(
-        "tokens-keep-their-whitespace", words=lambda text: re.findall(r"\s*\S+|\s+", text),
-        detokenize_words="".join),
     "words.a_character_vocabulary_has_no_unknown_tokens_as_written": with_parts(
         "unseen-characters-become-question-marks",
         characters=lambda text: [c if c in set(training_text()) else "?" for c in text]),

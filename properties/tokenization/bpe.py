@@ -249,7 +249,7 @@ def each_byte_merge_is_a_most_frequent_pair_and_training_stops_only_without_pair
         assert not split, f"training stopped after {len(merges)} of {num_merges} merges with pairs left: {split}"
 
 
-@claim_property("bpe.learn-bpe-merges", needs=(), dtypes=F64)
+@claim_property("bpe.learn-bpe-merges", needs=(), about="documents-code", dtypes=F64)
 @given(corpus=WORD_LISTS, num_merges=BUDGETS)
 @example(corpus=["low", "low", "lower", "newest", "widest"], num_merges=8)
 def the_documents_code_merges_most_frequent_pairs_and_agrees_with_the_reference_up_to_a_tie(
@@ -274,7 +274,7 @@ def the_documents_code_merges_most_frequent_pairs_and_agrees_with_the_reference_
         f"(first tie at merge {first_tie})")
 
 
-@claim_property("bpe.learn-bpe-merges", needs=(), expect="counterexample", dtypes=F64)
+@claim_property("bpe.learn-bpe-merges", needs=(), about="documents-code", expect="counterexample", dtypes=F64)
 @given(corpus=WORD_LISTS, num_merges=st.integers(1, 12))
 @example(corpus=["ab", "cd"], num_merges=1)
 def learn_bpe_merges_depends_only_on_the_words_and_their_counts_as_written(ctx: Context, corpus, num_merges) -> None:
@@ -779,7 +779,7 @@ def xlm_bpe(word: str, ranks: dict[tuple[str, str], int]) -> str:
     return module.XLMTokenizer.bpe(SimpleNamespace(cache={}, bpe_ranks=ranks), word)
 
 
-@claim_property("bpe.gpt2-byte-level", needs=(), dtypes=F64, max_examples=10)
+@claim_property("bpe.gpt2-byte-level", needs=(), about="library", dtypes=F64, max_examples=10)
 @given(text=sf.texts(), word=sf.words("low\u00e9\U0001F600", 5))
 @example(text="h\u00e9llo \U0001F601 w\u00f6rld\x00", word="low")
 def gpt2_and_roberta_tokenizers_are_byte_level_bpe_and_xlm_is_character_level(ctx: Context, text, word) -> None:

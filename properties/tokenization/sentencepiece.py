@@ -208,7 +208,7 @@ def small_model(model_type: str) -> bytes:
     return model.getvalue()
 
 
-@claim_property("sentencepiece.bpe-and-unigram", needs=(), dtypes=("float64",), max_examples=10)
+@claim_property("sentencepiece.bpe-and-unigram", needs=(), about="library", dtypes=("float64",), max_examples=10)
 @given(model_type=st.sampled_from(["bpe", "unigram"]), text=plain_texts())
 def sentencepiece_trains_both_bpe_and_unigram_models(ctx: Context, model_type, text) -> None:
     """``sentencepiece`` trains either model type on raw lines; both mark words with ``"▁"`` and restore
@@ -234,7 +234,7 @@ def sentencepiece_trains_both_bpe_and_unigram_models(ctx: Context, model_type, t
 USED_BY = {"t5": ("T5Tokenizer", "Unigram"), "llama": ("LlamaTokenizer", "BPE")}
 
 
-@claim_property("sentencepiece.used-by", needs=(), dtypes=("float64",), max_examples=2)
+@claim_property("sentencepiece.used-by", needs=(), about="library", dtypes=("float64",), max_examples=2)
 @given(model=st.sampled_from(sorted(USED_BY)))
 def t5_and_llama_tokenizers_are_sentencepiece_models(ctx: Context, model) -> None:
     """``transformers``' T5 tokenizer is a Unigram model and LLaMA's (1 and 2) a BPE model with byte

@@ -248,7 +248,7 @@ def training_prunes_the_vocabulary_down_to_its_target(ctx: Context, words, vocab
 XLNET = ("XLNetTokenizer", "Unigram", "\u2581")
 
 
-@claim_property("unigram.xlnet", needs=(), dtypes=("float64",), max_examples=1)
+@claim_property("unigram.xlnet", needs=(), about="library", dtypes=("float64",), max_examples=1)
 @given(name=st.just(XLNET[0]))
 def xlnet_tokenizes_with_a_sentencepiece_unigram_model(ctx: Context, name) -> None:
     """``transformers``' XLNet tokenizer (built offline, without a vocabulary) is a Unigram model whose

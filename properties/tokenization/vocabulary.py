@@ -233,7 +233,7 @@ def bert_vocabulary() -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
 
 
-@claim_property("vocabulary.common-sizes", needs=(), dtypes=F64, max_examples=8)
+@claim_property("vocabulary.common-sizes", needs=(), about="library", dtypes=F64, max_examples=8)
 @given(model=st.sampled_from(sorted(MODELS)))
 def the_named_models_use_30k_to_50k_token_vocabularies(ctx: Context, model) -> None:
     """Corrected: the documents' models use 30,000 to 50,265 tokens (BERT's shipped vocabulary: 30,522 lines)."""
@@ -244,7 +244,7 @@ def the_named_models_use_30k_to_50k_token_vocabularies(ctx: Context, model) -> N
         assert len(bert_vocabulary()) == size, f"the shipped BERT vocab.txt has {len(bert_vocabulary())} lines"
 
 
-@claim_property("vocabulary.common-sizes", needs=(), expect="counterexample", dtypes=F64, max_examples=8)
+@claim_property("vocabulary.common-sizes", needs=(), about="library", expect="counterexample", dtypes=F64, max_examples=8)
 @given(model=st.sampled_from(sorted(MODELS)))
 @example(model="GPT-2")
 def common_vocabularies_have_8000_to_50000_tokens_as_written(ctx: Context, model) -> None:
@@ -253,7 +253,7 @@ def common_vocabularies_have_8000_to_50000_tokens_as_written(ctx: Context, model
     assert COMMON_RANGE[0] <= size <= COMMON_RANGE[1], f"{model} has {size} tokens, outside {COMMON_RANGE}"
 
 
-@claim_property("vocabulary.special-tokens", needs=(), dtypes=F64, max_examples=8)
+@claim_property("vocabulary.special-tokens", needs=(), about="library", dtypes=F64, max_examples=8)
 @given(model=st.sampled_from(sorted(MODELS)))
 @example(model="BERT")
 def special_tokens_are_berts_names_and_other_models_roles(ctx: Context, model) -> None:
@@ -267,7 +267,7 @@ def special_tokens_are_berts_names_and_other_models_roles(ctx: Context, model) -
         assert ids == BERT_SPECIAL_IDS, f"ids in the shipped BERT vocabulary: {ids}, expected {BERT_SPECIAL_IDS}"
 
 
-@claim_property("vocabulary.special-tokens", needs=(), expect="counterexample", dtypes=F64, max_examples=1)
+@claim_property("vocabulary.special-tokens", needs=(), about="library", expect="counterexample", dtypes=F64, max_examples=1)
 @given(models=st.just(tuple(sorted(MODELS))))
 def most_tokenizers_use_the_five_bert_names_as_written(ctx: Context, models) -> None:
     """As written: most implementations add [UNK], [CLS], [SEP], [MASK] and [PAD] (the documents' models)."""
