@@ -244,7 +244,8 @@ def the_named_models_use_30k_to_50k_token_vocabularies(ctx: Context, model) -> N
         assert len(bert_vocabulary()) == size, f"the shipped BERT vocab.txt has {len(bert_vocabulary())} lines"
 
 
-@claim_property("vocabulary.common-sizes", needs=(), about="library", expect="counterexample", dtypes=F64, max_examples=8)
+@claim_property("vocabulary.common-sizes", needs=(),
+                about="library", expect="counterexample", dtypes=F64, max_examples=8)
 @given(model=st.sampled_from(sorted(MODELS)))
 @example(model="GPT-2")
 def common_vocabularies_have_8000_to_50000_tokens_as_written(ctx: Context, model) -> None:
@@ -267,7 +268,8 @@ def special_tokens_are_berts_names_and_other_models_roles(ctx: Context, model) -
         assert ids == BERT_SPECIAL_IDS, f"ids in the shipped BERT vocabulary: {ids}, expected {BERT_SPECIAL_IDS}"
 
 
-@claim_property("vocabulary.special-tokens", needs=(), about="library", expect="counterexample", dtypes=F64, max_examples=1)
+@claim_property("vocabulary.special-tokens", needs=(),
+                about="library", expect="counterexample", dtypes=F64, max_examples=1)
 @given(models=st.just(tuple(sorted(MODELS))))
 def most_tokenizers_use_the_five_bert_names_as_written(ctx: Context, models) -> None:
     """As written: most implementations add [UNK], [CLS], [SEP], [MASK] and [PAD] (the documents' models)."""

@@ -253,7 +253,8 @@ def wordpiece_trainer_merges_the_most_frequent_pair_first(ctx: Context, words) -
     assert piece == best, f"WordPieceTrainer added {piece!r} first, the most frequent pair gives {best!r}"
 
 
-@claim_property("wordpiece.training-likelihood", needs=(), about="library", expect="counterexample", dtypes=("float64",),
+@claim_property("wordpiece.training-likelihood", needs=(),
+                about="library", expect="counterexample", dtypes=("float64",),
                 max_examples=15)
 @given(words=_multi_letter)
 @example(words={"bc": 2, "cac": 1})
@@ -293,7 +294,8 @@ def bert_and_distilbert_use_wordpiece_and_albert_a_unigram_model(ctx: Context, m
     assert got == USED_BY[model], f"{CLASSES[model]} builds a {got} model, expected {USED_BY[model]}"
 
 
-@claim_property("wordpiece.used-by", needs=(), about="library", expect="counterexample", dtypes=("float64",), max_examples=3)
+@claim_property("wordpiece.used-by", needs=(),
+                about="library", expect="counterexample", dtypes=("float64",), max_examples=3)
 @given(model=st.sampled_from(sorted(USED_BY)))
 @example(model="albert")
 def bert_distilbert_and_albert_all_use_wordpiece_as_written(ctx: Context, model) -> None:
