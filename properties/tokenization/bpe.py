@@ -210,7 +210,7 @@ SURROGATE_TEXTS = st.builds(lambda a, s, b: a + s + b, sf.texts(max_size=4),
 
 
 @claim_property("bpe.most-frequent-pair", needs=("bpe_train",), dtypes=F64)
-@given(words=sf.corpora(), num_merges=BUDGETS)
+@given(words=sf.sized_corpora(), num_merges=st.one_of(BUDGETS, st.integers(0, 64)))
 @example(words={"cd": 5, "ab": 1, "ae": 1}, num_merges=1)  # counting words, not occurrences, picks (a, b)
 @example(words={"abab": 1}, num_merges=3)  # merging only the first "ab" leaves one to merge again
 def each_merge_is_a_most_frequent_pair_of_the_corpus_as_merged_so_far(ctx: Context, words, num_merges) -> None:
@@ -363,7 +363,8 @@ def the_vocabulary_has_the_base_symbols_plus_num_merges_as_written(ctx: Context,
 
 
 @claim_property("bpe.merge-order", needs=("bpe_encode",), dtypes=F64)
-@given(words=sf.corpora(), num_merges=BUDGETS, word=sf.words("abcdef", 8))
+@given(words=sf.sized_corpora(), num_merges=st.one_of(BUDGETS, st.integers(0, 64)),
+       word=st.one_of(sf.words("abcdef", 8), st.text(st.sampled_from("abcdefghi"), min_size=12, max_size=32)))
 @example(words={"bc": 3}, num_merges=1, word="bcbc")  # one pass, first occurrence only: bc b c
 @example(words={"bbbc": 2}, num_merges=2, word="bbcbc")  # the pair most frequent in the word first: b bc bc
 @example(words={"bbcb": 1}, num_merges=2, word="bb")  # the longest symbol first: bb </w>
