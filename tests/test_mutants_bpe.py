@@ -132,7 +132,20 @@ def _random_ties(words, num_merges, *, end_of_word=END_OF_WORD):
     return trainer(tie=lambda tied, ids: random.choice(tied))(words, num_merges, end_of_word=end_of_word)
 
 
+def _small_only_trainer(words, num_merges, *, end_of_word=END_OF_WORD):
+    """Wrong only at realistic sizes: a corpus of more than 10 words is trained without its last word."""
+    kept = dict(list(words.items())[:10]) if len(words) > 10 else words
+    return train_bpe(kept, num_merges, end_of_word=end_of_word)
+
+
+def _short_words_only(word, merges, *, end_of_word=END_OF_WORD):
+    """Wrong only at realistic sizes: words over 10 letters are encoded without the first merge."""
+    return encode(word, merges[1:] if len(word) > 10 else merges, end_of_word=end_of_word)
+
+
 UNWEIGHTED = mutant("counts-words-not-occurrences", bpe_train=trainer(weighted=False))
+SMALL_ONLY = mutant("drops-the-last-word-of-large-corpora", bpe_train=_small_only_trainer)
+SHORT_WORDS_ONLY = mutant("drops-a-merge-for-long-words", bpe_encode=_short_words_only)
 RANDOM_TIES = mutant("breaks-ties-at-random", bpe_train=_random_ties)
 FIRST_ONLY = mutant("merges-the-first-occurrence-only", bpe_train=trainer(everywhere=False))
 #: Correct trainers with another tie rule (every deterministic rule that takes a most frequent pair is right).
@@ -399,7 +412,8 @@ WORD_BY_WORD = P + "each_word_is_its_own_tokens_ending_in_one_marker"
 GPT2 = P + "gpt2_and_roberta_tokenizers_are_byte_level_bpe_and_xlm_is_character_level"
 
 CASES = [
-    (MOST_FREQUENT, UNWEIGHTED), (MOST_FREQUENT, FIRST_ONLY),
+    (MOST_FREQUENT, UNWEIGHTED), (MOST_FREQUENT, FIRST_ONLY), (MOST_FREQUENT, SMALL_ONLY),
+    (RANK_ORDER, SHORT_WORDS_ONLY),
     (BYTE_MOST_FREQUENT, BYTE_UNWEIGHTED), (BYTE_MOST_FREQUENT, BYTE_FIRST_ONLY),
     (BYTE_MOST_FREQUENT, BYTE_CHARACTERS),
     (DETERMINISTIC, RANDOM_TIES),
@@ -531,7 +545,9 @@ def test_an_xlm_bpe_with_a_separate_marker_is_caught(monkeypatch) -> None:
 
 
 def test_every_bpe_property_is_covered(properties) -> None:
-    covered = ({q for q, _ in CASES} | {q for q, _ in AGREES_AS_WRITTEN} | {DOCS_AGREE, DOCS_ORDER, GPT2})
+    slides = {"bpe.the_bert_vocabulary_keeps_frequent_words_whole_and_splits_the_slides_words_otherwise"}  # see
+    # tests/test_mutants_slide_examples.py
+    covered = ({q for q, _ in CASES} | {q for q, _ in AGREES_AS_WRITTEN} | {DOCS_AGREE, DOCS_ORDER, GPT2} | slides)
     mine = {q for q, p in properties.items() if p.module == "bpe"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 

@@ -7,6 +7,7 @@ and break one thing; the library facts are mis-stated by monkeypatching the prop
 from __future__ import annotations
 
 import importlib.util
+import math
 
 import pytest
 
@@ -98,6 +99,41 @@ DROPS_MARKERS = Mutant("decode-drops-markers", tokenize_text=_tokenizer(kinds=("
 STRIPS_MARKERS = Mutant("pieces-without-markers",
                         tokenize_text=_tokenizer(lambda ps: [q for p in ps if (q := p.replace(MARKER, ""))]))
 
+def _underscore_marker_tokenize(kind, text):
+    """Wrong (the claim as written): the marker written as the underscore U+005F."""
+    if kind != "unigram":
+        raise NotApplicable(f"no {kind!r} tokenizer")
+    return [p.replace(MARKER, "_") for p in spref.tokenize(text)]
+
+
+def _underscore_marker_detokenize(kind, tokens):
+    if kind != "unigram":
+        raise NotApplicable(f"no {kind!r} tokenizer")
+    return "".join(tokens).replace("_", " ").removeprefix(" ")
+
+
+UNDERSCORE_MARKER = Mutant("marker-is-the-underscore", tokenize_text=_underscore_marker_tokenize,
+                           detokenize_text=_underscore_marker_detokenize)
+PRUNES_LARGEST = Mutant("prunes-largest-loss", unigram_prune=lambda words, pieces, size: _prune_largest(
+    words, pieces, size))
+CHARACTER_SEGMENTS = Mutant("segments-into-characters", unigram_segment=lambda word, pieces: list(word))
+
+
+def _prune_largest(words, pieces, size):
+    """Wrong: the removable pieces of largest loss are dropped."""
+    from specformer.reference.tokenization import unigram
+
+    losses = unigram.pruning_losses(words, pieces)
+    removable = sorted((x for x in pieces if len(x) > 1), key=lambda x: (-losses[x], x))
+    gone = set(removable[:min(max(0, len(pieces) - size), len(removable))])
+    kept = {x: v for x, v in pieces.items() if x not in gone}
+    total = math.log(math.fsum(math.exp(v) for v in kept.values()))
+    return {x: v - total for x, v in kept.items()}
+
+
+MARKER_CHARACTER = "sentencepiece.the_marker_is_u2581_and_an_underscore_stays_an_ordinary_character"
+MARKER_CHARACTER_AS_WRITTEN = "sentencepiece.the_marker_is_the_underscore_as_written"
+LANGUAGE_AGNOSTIC = "sentencepiece.trained_on_text_without_spaces_it_finds_the_words"
 MARKER_PROPERTY = "sentencepiece.spaces_become_the_marker_and_every_word_starts_with_one"
 NO_SPANNING = "sentencepiece.a_piece_never_spans_two_words"
 WHITESPACE_AS_WRITTEN = "sentencepiece.every_whitespace_character_becomes_a_marker_as_written"
@@ -116,6 +152,8 @@ CASES = [
     (ROUND_TRIP_UNIGRAM, DROPS_MARKERS), (ROUND_TRIP_BPE, DROPS_MARKERS),
     (WORDPIECE_BOUNDARIES, NO_PREFIX),
     (MARKER_BOUNDARIES, STRIPS_MARKERS), (MARKER_BOUNDARIES, MERGES_WORDS),
+    (MARKER_CHARACTER, UNDERSCORE_MARKER), (MARKER_CHARACTER, STRIPS_MARKERS),
+    (LANGUAGE_AGNOSTIC, PRUNES_LARGEST), (LANGUAGE_AGNOSTIC, CHARACTER_SEGMENTS),
 ]
 
 
@@ -126,8 +164,11 @@ def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
 
 
 def test_the_reference_passes_and_is_refuted_where_the_documents_overstate() -> None:
-    for qualname in (MARKER_PROPERTY, NO_SPANNING, ROUND_TRIP_UNIGRAM, WORDPIECE_BOUNDARIES, MARKER_BOUNDARIES):
+    for qualname in (MARKER_PROPERTY, NO_SPANNING, ROUND_TRIP_UNIGRAM, WORDPIECE_BOUNDARIES, MARKER_BOUNDARIES,
+                     MARKER_CHARACTER):
         assert run_row(qualname, REFERENCE).outcome == "pass", qualname
+    assert run_row(LANGUAGE_AGNOSTIC, Mutant("reference")).outcome == "pass"
+    assert run_row(MARKER_CHARACTER_AS_WRITTEN, REFERENCE).outcome == "refuted"
     assert run_row(ROUND_TRIP_BPE, REFERENCE).outcome == "not-applicable"
     for qualname in (WHITESPACE_AS_WRITTEN, ROUND_TRIP_AS_WRITTEN, BOUNDARIES_AS_WRITTEN):
         assert run_row(qualname, REFERENCE).outcome == "refuted", qualname
@@ -138,7 +179,8 @@ def test_the_reference_passes_and_is_refuted_where_the_documents_overstate() -> 
     (ROUND_TRIP_AS_WRITTEN, Mutant("characters-joined-back", tokenize_text=_characters,
                                    detokenize_text=_exact_joiner)),
     (BOUNDARIES_AS_WRITTEN, Mutant("no-initial-continuation", wordpiece=_initial_pieces_without_prefix)),
-], ids=["whitespace", "round-trip", "boundaries"])
+    (MARKER_CHARACTER_AS_WRITTEN, UNDERSCORE_MARKER),
+], ids=["whitespace", "round-trip", "boundaries", "underscore"])
 def test_an_implementation_for_which_the_claim_holds_leaves_nothing_to_refute(qualname: str, mutant: Mutant) -> None:
     row = run_row(qualname, mutant, profile="mutants")
     assert row.outcome == "fail" and row.message.startswith("no counterexample"), row
@@ -162,7 +204,7 @@ def test_a_misstated_t5_model_is_caught(monkeypatch) -> None:
 
 
 def test_every_sentencepiece_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {WHITESPACE_AS_WRITTEN, ROUND_TRIP_AS_WRITTEN, BOUNDARIES_AS_WRITTEN,
+    covered = {q for q, _ in CASES} | {MARKER_CHARACTER_AS_WRITTEN, WHITESPACE_AS_WRITTEN, ROUND_TRIP_AS_WRITTEN, BOUNDARIES_AS_WRITTEN,
                                        BOTH_MODELS, USED_BY}
     mine = {q for q, p in properties.items() if p.module == "sentencepiece"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"

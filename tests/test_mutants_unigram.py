@@ -1,8 +1,8 @@
 """Every property of ``properties/tokenization/unigram.py`` catches at least one wrong Unigram model.
 
-Segmentation mutants replace ``unigram_segment``. The sampler, EM and training properties
-check the reference's own algorithm (``needs=()``): there the wrong versions are put in
-place of the reference's functions with monkeypatch.
+Segmentation mutants replace ``unigram_segment``, EM and pruning mutants ``unigram_em_step``
+and ``unigram_prune``. The sampler property checks the reference's own sampler
+(``needs=()``): there the wrong versions are put in place of it with monkeypatch.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from test_reference_tokenization_subword import implementation as REFERENCE
 SEGMENT = "unigram.the_segmentation_has_the_largest_total_log_probability"
 SAMPLER = "unigram.sampled_segmentations_follow_the_models_probabilities"
 RANDOM_AS_WRITTEN = "unigram.segmenting_a_word_again_gives_another_segmentation_as_written"
-EM = "unigram.an_em_step_never_lowers_the_corpus_likelihood"
+EM = "unigram.an_em_step_is_expected_counts_renormalised_and_never_lowers_the_likelihood"
+PRUNE_STEP = "unigram.a_pruning_step_drops_the_pieces_of_least_loss_and_renormalises_the_rest"
 PRUNING = "unigram.training_prunes_the_vocabulary_down_to_its_target"
 XLNET = "unigram.xlnet_tokenizes_with_a_sentencepiece_unigram_model"
 
@@ -86,67 +87,113 @@ def test_the_sampling_bound() -> None:
 
 
 EM_STEP = ref.em_step
+#: The whole reference (its Unigram training steps included).
+FULL = Mutant("reference")
+
+
+def _normalised(table):
+    top = max(table.values())
+    norm = top + math.log(math.fsum(math.exp(v - top) for v in table.values()))
+    return {x: v - norm for x, v in table.items()}
 
 
 def _inverse_m_step(words, pieces):
     """Wrong: probabilities proportional to the inverse of the expected counts."""
+    return _normalised({x: -v for x, v in EM_STEP(words, pieces).items()})
+
+
+def _hard_em(words, pieces):
+    """Wrong (Viterbi training, not EM): counts of the pieces of the best segmentation only."""
+    counts = {x: 1e-300 for x in pieces}
+    for word, count in words.items():
+        for x in ref.viterbi(word, pieces):
+            counts[x] += count
+    return _normalised({x: math.log(c) for x, c in counts.items()})
+
+
+def _unnormalised(words, pieces):
+    """Wrong: expected counts over the words, not divided by their total."""
     fitted = EM_STEP(words, pieces)
-    inverse = {x: -v for x, v in fitted.items()}
-    top = max(inverse.values())
-    norm = top + math.log(math.fsum(math.exp(v - top) for v in inverse.values()))
-    return {x: v - norm for x, v in inverse.items()}
+    return {x: min(v + 0.5, 0.0) for x, v in fitted.items()}
 
 
-def test_an_m_step_against_the_counts_is_caught(monkeypatch) -> None:
-    assert run_row(EM, None).outcome == "pass"
-    monkeypatch.setattr(ref, "em_step", _inverse_m_step)
-    row = run_row(EM, None, profile="mutants")
-    assert row.outcome == "fail" and "lowered the log-likelihood" in row.message, row
+def _drops_unused(words, pieces):
+    """Wrong: an EM step that removes the longer pieces left with under 1% of the probability (pruning's job)."""
+    fitted = EM_STEP(words, pieces)
+    return _normalised({x: v for x, v in fitted.items() if v > math.log(0.01) or len(x) == 1})
 
 
-def _trainer(rule: str):
-    """A wrong trainer built from the reference's parts: ``largest-loss`` prunes the pieces of largest
-    loss, ``letters`` lets letters be pruned, ``early`` stops after the first pruning round."""
+def _pruner(rule):
+    """A wrong pruning step: ``largest-loss`` drops the pieces of largest loss, ``letters`` may drop single
+    characters, ``unnormalised`` keeps the old probabilities, ``one-more`` drops one piece too many,
+    ``nothing`` drops nothing."""
 
-    def train_unigram(words, vocab_size, *, max_piece_length=8, seed_size=2000, em_steps=2, shrink=0.75):
-        pieces = ref.seed_pieces(words, max_piece_length, seed_size)
-        rounds = []
-        while True:
-            size = len(pieces)
-            likelihoods = [ref.corpus_log_likelihood(words, pieces)]
-            for _ in range(em_steps):
-                pieces = EM_STEP(words, pieces)
-                likelihoods.append(ref.corpus_log_likelihood(words, pieces))
-            removable = sorted(x for x in pieces if len(x) > 1 or rule == "letters")
-            if size <= vocab_size or not removable or (rule == "early" and rounds):
-                rounds.append(ref.PruningRound(size, tuple(likelihoods), {}, (), size))
-                return ref.UnigramModel(pieces, tuple(rounds))
-            losses = {**ref.pruning_losses(words, pieces), **({x: 0.0 for x in pieces if len(x) == 1}
-                                                               if rule == "letters" else {})}
-            drop = min(size - vocab_size, max(1, int(size * (1 - shrink))), len(removable))
-            order = sorted(removable, key=lambda x: (-losses[x] if rule == "largest-loss" else losses[x], x))
-            removed = tuple(order[:drop])
-            kept = {x: v for x, v in pieces.items() if x not in removed}
-            norm = math.log(math.fsum(math.exp(v) for v in kept.values()))
-            pieces = {x: v - norm for x, v in kept.items()}
-            rounds.append(ref.PruningRound(size, tuple(likelihoods), losses, removed, len(pieces)))
+    def unigram_prune(words, pieces, size):
+        if rule == "nothing":
+            return dict(pieces)
+        losses = {**ref.pruning_losses(words, pieces), **({x: -1.0 for x in pieces if len(x) == 1}
+                                                           if rule == "letters" else {})}
+        removable = sorted(x for x in pieces if len(x) > 1 or rule == "letters")
+        drop = min(max(0, len(pieces) - size) + (rule == "one-more"), len(removable))
+        order = sorted(removable, key=lambda x: (-losses[x] if rule == "largest-loss" else losses[x], x))
+        kept = {x: v for x, v in pieces.items() if x not in set(order[:drop])}
+        return kept if rule == "unnormalised" else _normalised(kept)
 
-    return train_unigram
+    return unigram_prune
 
 
-@pytest.mark.parametrize("rule", ["largest-loss", "letters", "early"])
-def test_a_wrong_trainer_is_caught(monkeypatch, rule: str) -> None:
-    assert run_row(PRUNING, None).outcome == "pass"
-    monkeypatch.setattr(ref, "train_unigram", _trainer(rule))
-    row = run_row(PRUNING, None, profile="mutants")
-    # without its letters a word may have no segmentation left: the next EM step raises (an error row)
-    assert row.outcome in ("fail", "error") and row.message, row
+def _random_tie_viterbi(word, pieces):
+    """Correct: a most probable segmentation, ties broken at random."""
+    scored = [(ref.score(s, pieces), s) for s in ref.segmentations(word, pieces)]
+    top = max(score for score, _ in scored)
+    return list(random.choice([s for score, s in scored if abs(score - top) <= 1e-12 * (1 + abs(top))]))
 
 
-def test_the_mutant_trainer_is_the_reference_when_nothing_is_changed() -> None:
+EM_CASES = [Mutant(name, unigram_em_step=fn) for name, fn in [
+    ("m-step-against-the-counts", _inverse_m_step), ("hard-em-viterbi-counts", _hard_em),
+    ("em-unnormalised", _unnormalised), ("em-drops-unused-pieces", _drops_unused)]]
+PRUNE_CASES = [Mutant(f"prune-{rule}", unigram_prune=_pruner(rule))
+               for rule in ("largest-loss", "letters", "unnormalised", "one-more", "nothing")]
+
+
+@pytest.mark.parametrize("mutant", EM_CASES, ids=lambda m: m.name)
+def test_a_wrong_em_step_is_caught(mutant: Mutant) -> None:
+    assert run_row(EM, FULL).outcome == "pass"
+    row = assert_caught(EM, mutant)
+    assert row.message, row
+
+
+@pytest.mark.parametrize("mutant", PRUNE_CASES, ids=lambda m: m.name)
+def test_a_wrong_pruning_step_is_caught(mutant: Mutant) -> None:
+    assert run_row(PRUNE_STEP, FULL).outcome == "pass"
+    row = assert_caught(PRUNE_STEP, mutant)
+    assert row.message, row
+
+
+@pytest.mark.parametrize("mutant", [EM_CASES[0], EM_CASES[2], PRUNE_CASES[1], PRUNE_CASES[4]],
+                         ids=lambda m: m.name)
+def test_training_with_a_wrong_step_is_caught(mutant: Mutant) -> None:
+    assert run_row(PRUNING, FULL).outcome == "pass"
+    row = assert_caught(PRUNING, mutant)
+    assert row.message, row
+
+
+def test_a_viterbi_with_random_ties_is_correct_and_refutes_alike() -> None:
+    viterbi = Mutant("viterbi-random-ties", unigram_segment=_random_tie_viterbi)
+    assert run_row(SEGMENT, viterbi).outcome == "pass"
+    assert run_row(RANDOM_AS_WRITTEN, viterbi).outcome == "refuted"
+    assert run_row(RANDOM_AS_WRITTEN, viterbi, profile="thorough").outcome == "refuted"
+
+
+def test_the_pruning_step_keeps_the_ratios() -> None:
     words = {"lower": 5, "lowest": 2, "newer": 6, "wider": 3}
-    model = _trainer("none")(words, 12, seed_size=40)
-    assert model.pieces == pytest.approx(ref.train_unigram(words, 12, seed_size=40, em_steps=2).pieces)
+    seed = ref.seed_pieces(words, 4, 40)
+    pruned = ref.prune(words, seed, 20)
+    assert len(pruned) == 20 and {c for w in words for c in w} <= set(pruned)
+    shifts = {round(pruned[x] - seed[x], 12) for x in pruned}
+    assert len(shifts) == 1
+    with pytest.raises(ValueError, match="size must be a positive int"):
+        ref.prune(words, seed, 0)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="transformers is absent")
@@ -158,7 +205,7 @@ def test_a_misstated_xlnet_model_is_caught(monkeypatch) -> None:
 
 
 def test_every_unigram_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {SAMPLER, RANDOM_AS_WRITTEN, EM, PRUNING, XLNET}
+    covered = {q for q, _ in CASES} | {SAMPLER, RANDOM_AS_WRITTEN, EM, PRUNE_STEP, PRUNING, XLNET}
     mine = {q for q, p in properties.items() if p.module == "unigram"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 

@@ -13,6 +13,7 @@ import pytest
 
 from conftest import assert_caught, run_row
 from mutants import Mutant
+from specformer.protocol import Capabilities
 from specformer.properties.tokenization import wordpiece as props
 from specformer.reference.tokenization.wordpiece import wordpiece as reference_wordpiece
 from test_reference_tokenization_subword import implementation as REFERENCE
@@ -82,6 +83,8 @@ def _bert_kind(wordpiece):
 
 BERT_SHORTEST = Mutant("bert-shortest-match", tokenize_text=_bert_kind(_wordpiece(shortest=True)))
 BERT_NO_PREFIX = Mutant("bert-no-continuation-prefix", tokenize_text=_bert_kind(_wordpiece(prefix_on=False)))
+for _mutant in (BERT_SHORTEST, BERT_NO_PREFIX):  # they run kind "bert", which the reference does not declare
+    _mutant.capabilities = Capabilities(conventions={"tokenizer_kind": frozenset({"bert"})})
 
 GREEDY = "wordpiece.wordpiece_is_greedy_longest_match_first_with_the_prefix"
 UNKNOWN = "wordpiece.a_word_is_unknown_exactly_when_a_character_is_missing_or_it_is_too_long"

@@ -36,6 +36,12 @@ class SubwordReference:
     def unigram_segment(self, word: str, pieces: dict[str, float]) -> list[str]:
         return unigram.viterbi(word, pieces)
 
+    def unigram_em_step(self, words: dict[str, int], pieces: dict[str, float]) -> dict[str, float]:
+        return unigram.em_step(words, pieces)
+
+    def unigram_prune(self, words: dict[str, int], pieces: dict[str, float], size: int) -> dict[str, float]:
+        return unigram.prune(words, pieces, size)
+
     def tokenize_text(self, kind: str, text: str) -> list[str]:
         if kind != "unigram":
             raise NotApplicable(f"the reference holds no {kind!r} tokenizer here")

@@ -16,12 +16,15 @@ from __future__ import annotations
 import functools
 import io
 import math
+import random
+from collections import Counter
 
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from specformer.context import Context
 from specformer.property import claim_property
+from specformer.reference.tokenization import unigram as ref
 
 from . import strategies as sf
 from .wordpiece import PREFIX, library, vocabularies
@@ -205,7 +208,7 @@ def small_model(model_type: str) -> bytes:
     return model.getvalue()
 
 
-@claim_property("sentencepiece.bpe-and-unigram", needs=(), dtypes=("float64",), max_examples=10)
+@claim_property("sentencepiece.bpe-and-unigram", needs=(), about="library", dtypes=("float64",), max_examples=10)
 @given(model_type=st.sampled_from(["bpe", "unigram"]), text=plain_texts())
 def sentencepiece_trains_both_bpe_and_unigram_models(ctx: Context, model_type, text) -> None:
     """``sentencepiece`` trains either model type on raw lines; both mark words with ``"▁"`` and restore
@@ -231,7 +234,7 @@ def sentencepiece_trains_both_bpe_and_unigram_models(ctx: Context, model_type, t
 USED_BY = {"t5": ("T5Tokenizer", "Unigram"), "llama": ("LlamaTokenizer", "BPE")}
 
 
-@claim_property("sentencepiece.used-by", needs=(), dtypes=("float64",), max_examples=2)
+@claim_property("sentencepiece.used-by", needs=(), about="library", dtypes=("float64",), max_examples=2)
 @given(model=st.sampled_from(sorted(USED_BY)))
 def t5_and_llama_tokenizers_are_sentencepiece_models(ctx: Context, model) -> None:
     """``transformers``' T5 tokenizer is a Unigram model and LLaMA's (1 and 2) a BPE model with byte
@@ -248,3 +251,102 @@ def t5_and_llama_tokenizers_are_sentencepiece_models(ctx: Context, model) -> Non
     assert str(files.get("vocab_file", "")).endswith(".model"), f"{name} reads {files}, not a SentencePiece model"
     if kind == "BPE":
         assert backend.model.byte_fallback, f"{name}'s BPE model has no byte fallback"
+
+
+# -- the marker is U+2581, not the underscore -------------------------------------------------------
+
+#: The character the documents name beside the marker: LOW LINE, U+005F.
+UNDERSCORE = "_"
+
+
+@st.composite
+def underscored_texts(draw: st.DrawFn) -> str:
+    """Plain training words, some joined inside by an underscore (``snake_case``), separated by single spaces."""
+    words = draw(st.lists(st.sampled_from(plain_words()), min_size=2, max_size=8), label="words")
+    joins = draw(st.lists(st.booleans(), min_size=len(words) - 1, max_size=len(words) - 1), label="underscores")
+    text = words[0]
+    for word, underscore in zip(words[1:], joins):
+        text += (UNDERSCORE if underscore else " ") + word
+    return text
+
+
+@claim_property("sentencepiece.marker-character", needs=("tokenize_text", "detokenize_text"), dtypes=("float64",))
+@given(text=underscored_texts())
+@example(text="snake_case name")
+def the_marker_is_u2581_and_an_underscore_stays_an_ordinary_character(ctx: Context, text) -> None:
+    """Corrected: the pieces mark each space (and the start) with U+2581, one per word; an underscore in the text
+    is a character like any other: the pieces hold it as often as the text does, and it comes back as itself."""
+    pieces = ctx.tokenize_text("unigram", text)
+    joined = "".join(pieces)
+    assert joined.count(MARKER) == text.count(" ") + 1, (
+        f"{text!r}: the pieces {pieces} hold {joined.count(MARKER)} markers U+2581 for {text.count(' ') + 1} words")
+    assert joined.count(UNDERSCORE) == text.count(UNDERSCORE), (
+        f"{text!r}: the pieces {pieces} hold {joined.count(UNDERSCORE)} underscores, the text "
+        f"{text.count(UNDERSCORE)}")
+    back = ctx.detokenize_text("unigram", pieces)
+    assert back == text, f"{text!r} -> {pieces} -> {back!r}"
+
+
+@claim_property("sentencepiece.marker-character", needs=("tokenize_text",), expect="counterexample",
+                dtypes=("float64",))
+@given(text=plain_texts())
+def the_marker_is_the_underscore_as_written(ctx: Context, text) -> None:
+    """As written (000): the marker is "▁" (underscore): so each word's first piece starts with ``_`` (U+005F)."""
+    pieces = ctx.tokenize_text("unigram", text)
+    assert pieces and pieces[0].startswith(UNDERSCORE), (
+        f"{text!r}: the first piece {pieces[0] if pieces else None!r} starts with "
+        f"{pieces[0][:1] if pieces else ''!r} (U+{ord(pieces[0][0]) if pieces and pieces[0] else 0:04X}), "
+        "not the underscore U+005F")
+
+
+# -- any language: text without spaces -----------------------------------------------------------------
+
+#: Two- and three-character Chinese words: the lexicon the unspaced sentences are made of.
+CHINESE_WORDS = ("我们 今天 天气 非常 喜欢 学习 语言 模型 中国 北京 朋友 老师 学生 时间 工作 问题 电脑 音乐 "
+                 "电影 城市 医生 银行 咖啡 早上 晚上 周末 公园 图书馆 火车站 大学生").split()
+
+
+def unspaced_sentences(rng: random.Random, n: int) -> list[list[str]]:
+    """``n`` sentences, each 3 to 7 words of :data:`CHINESE_WORDS` (written without spaces when joined)."""
+    return [[rng.choice(CHINESE_WORDS) for _ in range(rng.randint(3, 7))] for _ in range(n)]
+
+
+def boundaries(parts: list[str]) -> set[int]:
+    """The character offsets between consecutive parts."""
+    out, at = set(), 0
+    for part in parts[:-1]:
+        at += len(part)
+        out.add(at)
+    return out
+
+
+@claim_property("sentencepiece.language-agnostic", needs=("unigram_em_step", "unigram_prune", "unigram_segment"),
+                dtypes=("float64",), max_examples=5)
+@given(seed=st.integers(0, 2**32 - 1))
+def trained_on_text_without_spaces_it_finds_the_words(ctx: Context, seed) -> None:
+    """Unigram training (the implementation's EM and pruning steps) on 150 Chinese sentences written without
+    spaces, down to the characters plus 30 pieces, learns the 30 words they are made of, and its segmentation
+    of 50 new sentences puts at least 95% of the word boundaries where they are, and few elsewhere."""
+    rng = random.Random(seed)
+    sentences = Counter("".join(s) for s in unspaced_sentences(rng, 150))
+    words = dict(sentences)
+    pieces = ref.seed_pieces(words, 4, 300)
+    target = len({c for w in words for c in w}) + len(CHINESE_WORDS)
+    for _ in range(60):
+        for _ in range(2):
+            pieces = ctx.unigram_em_step(words, pieces)
+        if len(pieces) <= target:
+            break
+        pieces = ctx.unigram_prune(words, pieces, max(target, len(pieces) - max(1, len(pieces) // 4)))
+    learned = sorted(set(CHINESE_WORDS) - set(pieces))
+    assert not learned, f"training on unspaced text left out the words {learned} (pieces: {sorted(pieces)})"
+    found = right = expected = 0
+    for gold in unspaced_sentences(rng, 50):
+        text = "".join(gold)
+        segmentation = ctx.unigram_segment(text, pieces)
+        assert "".join(segmentation) == text, f"the segmentation {segmentation} does not spell {text!r}"
+        got, want = boundaries(segmentation), boundaries(gold)
+        found, right, expected = found + len(got), right + len(got & want), expected + len(want)
+    recall, precision = right / max(expected, 1), right / max(found, 1)
+    assert recall >= 0.95 and precision >= 0.95, (
+        f"word boundaries of 50 unspaced sentences: recall {recall:.1%}, precision {precision:.1%} (at least 95%)")

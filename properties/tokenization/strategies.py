@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-__all__ = ["AWKWARD", "corpora", "texts", "words"]
+__all__ = ["AWKWARD", "corpora", "sized_corpora", "texts", "words"]
 
 #: Fragments that break careless tokenizers, each a valid ``str`` without lone surrogates.
 AWKWARD = (
@@ -39,6 +39,14 @@ def words(alphabet: str = "abcde", max_size: int = 6) -> st.SearchStrategy[str]:
     return st.text(st.sampled_from(alphabet), min_size=1, max_size=max_size)
 
 
-def corpora(alphabet: str = "abcde", max_words: int = 8, max_count: int = 5) -> st.SearchStrategy[dict[str, int]]:
-    """Word counts: up to ``max_words`` distinct words, each seen 1 to ``max_count`` times."""
-    return st.dictionaries(words(alphabet), st.integers(1, max_count), min_size=1, max_size=max_words)
+def corpora(alphabet: str = "abcde", max_words: int = 8, max_count: int = 5,
+            max_length: int = 6) -> st.SearchStrategy[dict[str, int]]:
+    """Word counts: up to ``max_words`` distinct words of up to ``max_length`` letters, each seen 1 to ``max_count``
+    times."""
+    return st.dictionaries(words(alphabet, max_length), st.integers(1, max_count), min_size=1, max_size=max_words)
+
+
+def sized_corpora() -> st.SearchStrategy[dict[str, int]]:
+    """Small corpora (:func:`corpora`), or, one draw in four, realistic ones: up to 64 words of up to 16 letters
+    over ``abcdefgh``, each seen up to 50 times."""
+    return st.one_of(corpora(), corpora(), corpora(), corpora("abcdefgh", max_words=64, max_count=50, max_length=16))

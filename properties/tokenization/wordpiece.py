@@ -239,7 +239,7 @@ def first_trained_piece(words: dict[str, int]) -> str:
 _multi_letter = st.dictionaries(st.text("abc", min_size=2, max_size=5), st.integers(1, 6), min_size=1, max_size=5)
 
 
-@claim_property("wordpiece.training-likelihood", needs=(), dtypes=("float64",), max_examples=15)
+@claim_property("wordpiece.training-likelihood", needs=(), about="library", dtypes=("float64",), max_examples=15)
 @given(words=_multi_letter)
 @example(words={"bc": 2, "cac": 1})
 def wordpiece_trainer_merges_the_most_frequent_pair_first(ctx: Context, words) -> None:
@@ -253,7 +253,8 @@ def wordpiece_trainer_merges_the_most_frequent_pair_first(ctx: Context, words) -
     assert piece == best, f"WordPieceTrainer added {piece!r} first, the most frequent pair gives {best!r}"
 
 
-@claim_property("wordpiece.training-likelihood", needs=(), expect="counterexample", dtypes=("float64",),
+@claim_property("wordpiece.training-likelihood", needs=(),
+                about="library", expect="counterexample", dtypes=("float64",),
                 max_examples=15)
 @given(words=_multi_letter)
 @example(words={"bc": 2, "cac": 1})
@@ -284,7 +285,7 @@ def tokenizer_model(model: str) -> str:
     return type(tokenizer.backend_tokenizer.model).__name__
 
 
-@claim_property("wordpiece.used-by", needs=(), dtypes=("float64",), max_examples=3)
+@claim_property("wordpiece.used-by", needs=(), about="library", dtypes=("float64",), max_examples=3)
 @given(model=st.sampled_from(sorted(USED_BY)))
 def bert_and_distilbert_use_wordpiece_and_albert_a_unigram_model(ctx: Context, model) -> None:
     """Corrected: ``transformers``' BERT and DistilBERT tokenizers are WordPiece; ALBERT's is a SentencePiece
@@ -293,7 +294,8 @@ def bert_and_distilbert_use_wordpiece_and_albert_a_unigram_model(ctx: Context, m
     assert got == USED_BY[model], f"{CLASSES[model]} builds a {got} model, expected {USED_BY[model]}"
 
 
-@claim_property("wordpiece.used-by", needs=(), expect="counterexample", dtypes=("float64",), max_examples=3)
+@claim_property("wordpiece.used-by", needs=(),
+                about="library", expect="counterexample", dtypes=("float64",), max_examples=3)
 @given(model=st.sampled_from(sorted(USED_BY)))
 @example(model="albert")
 def bert_distilbert_and_albert_all_use_wordpiece_as_written(ctx: Context, model) -> None:

@@ -343,6 +343,30 @@ def pruning_losses(words: Mapping[str, int], pieces: Mapping[str, float]) -> dic
     return losses
 
 
+def prune(words: Mapping[str, int], pieces: Mapping[str, float], size: int) -> dict[str, float]:
+    """One pruning step: drop the removable pieces (longer than one character) of smallest
+    :func:`pruning_losses` (ties by text) until ``size`` pieces are left, or only characters,
+    and renormalise the rest (their ratios unchanged, the probabilities summing to 1).
+
+    ``pieces`` already at or below ``size`` come back renormalised and otherwise unchanged.
+    ``ValueError`` for a ``size`` below 1.
+    """
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"size must be a positive int, got {size!r}")
+    for word in words:
+        _check(word, pieces)
+    removable = sorted(x for x in pieces if len(x) > 1)
+    drop = min(max(0, len(pieces) - size), len(removable))
+    gone: set[str] = set()
+    if drop:
+        losses = pruning_losses(words, pieces)
+        gone = set(sorted(removable, key=lambda x: (losses[x], x))[:drop])
+    kept = {x: v for x, v in pieces.items() if x not in gone}
+    top = max(kept.values())
+    norm = top + math.log(math.fsum(math.exp(v - top) for v in kept.values()))
+    return {x: v - norm for x, v in kept.items()}
+
+
 def train_unigram(words: Mapping[str, int], vocab_size: int, *, max_piece_length: int = 8,
                   seed_size: int = 2000, em_steps: int = 2, shrink: float = 0.75) -> UnigramModel:
     """Train a unigram model on ``words`` (word -> count) down to ``vocab_size`` pieces.

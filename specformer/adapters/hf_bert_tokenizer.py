@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from specformer.adapters.hf_common import import_library
-from specformer.protocol import NotApplicable
+from specformer.protocol import Capabilities, NotApplicable
 
 NAME = "hf-bert-tokenizer"
 
@@ -58,6 +58,8 @@ class HFBertTokenizer:
     """``transformers``' BERT tokenizer (kind ``"bert"``) and its WordPiece class (``wordpiece``)."""
 
     name = NAME
+    #: The tokenizer kinds it runs (and, where its library takes valid Unicode only, no lone surrogates).
+    capabilities = Capabilities(conventions={"tokenizer_kind": frozenset({"bert"})})
 
     def tokenize_text(self, kind: str, text: str) -> list[str]:
         """BERT's tokens of ``text`` (kind ``"bert"`` only)."""

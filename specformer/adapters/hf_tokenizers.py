@@ -10,6 +10,7 @@ modules. Nothing is downloaded; the library is imported on first use.
 
 from __future__ import annotations
 
+from specformer.protocol.capabilities import Capabilities
 from specformer.adapters.hf_tokenizers_bpe import HFTokenizersBPE
 from specformer.adapters.hf_tokenizers_subword import HFTokenizersSubword
 
@@ -21,6 +22,9 @@ class HFTokenizers(HFTokenizersBPE, HFTokenizersSubword):
     """Every model of ``tokenizers`` the protocol asks about."""
 
     name = "hf-tokenizers"
+    #: The tokenizer kinds it runs (and, where its library takes valid Unicode only, no lone surrogates).
+    capabilities = Capabilities(conventions={"tokenizer_kind": frozenset({"bpe", "byte-bpe", *SUBWORD_KINDS}),
+                                             "lone_surrogates": frozenset({False})})
 
     def tokenize_text(self, kind: str, text: str) -> list[str]:
         """The tokens of the library's tokenizer ``kind``, trained on the training text."""

@@ -52,7 +52,7 @@ from functools import lru_cache
 from typing import Any
 
 from specformer.adapters.hf_common import import_library
-from specformer.protocol import NotApplicable
+from specformer.protocol import Capabilities, NotApplicable
 
 #: Merges learned by the text tokenizers (kinds ``"bpe"`` and ``"byte-bpe"``).
 MERGES = 1000
@@ -167,6 +167,9 @@ class HFTokenizersBPE:
     """``tokenizers``' BPE trainer and model, character and byte level (see the module)."""
 
     name = _ADAPTER
+    #: The tokenizer kinds it runs (and, where its library takes valid Unicode only, no lone surrogates).
+    capabilities = Capabilities(conventions={"tokenizer_kind": frozenset({"bpe", "byte-bpe"}),
+                                             "lone_surrogates": frozenset({False})})
 
     # -- character level ---------------------------------------------------------------
     def bpe_train(self, words: dict[str, int], num_merges: int, *, end_of_word: str = "</w>") -> list[tuple[str, str]]:

@@ -41,7 +41,7 @@ from types import ModuleType
 from typing import Any
 
 from specformer.adapters.hf_common import import_library
-from specformer.protocol import NotApplicable
+from specformer.protocol import Capabilities, NotApplicable
 
 NAME = "hf-tokenizers"
 #: The release this adapter is written against (the ``thirdparty`` extra pins it).
@@ -83,6 +83,8 @@ class HFTokenizersSubword:
     """``tokenizers``' WordPiece and Unigram models, and tokenizers trained with them."""
 
     name = NAME
+    #: The tokenizer kinds it runs (and, where its library takes valid Unicode only, no lone surrogates).
+    capabilities = Capabilities(conventions={"tokenizer_kind": frozenset({"wordpiece", "unigram"})})
 
     def wordpiece(self, word: str, vocab: list[str], *, unk: str = "[UNK]", prefix: str = "##",
                   max_chars: int = 100) -> list[str]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from specformer.protocol.capabilities import Capabilities
 from specformer.adapters.hf_common import import_library
 from specformer.protocol.base import NotApplicable
 
@@ -42,6 +43,8 @@ class NLTKWords:
     """``TreebankWordTokenizer`` and ``TreebankWordDetokenizer`` for kind ``"words"``."""
 
     name = "nltk"
+    #: The tokenizer kinds it runs (and, where its library takes valid Unicode only, no lone surrogates).
+    capabilities = Capabilities(conventions={"tokenizer_kind": frozenset({"words"})})
 
     def tokenize_text(self, kind: str, text: str) -> list[str]:
         """The Treebank tokens of ``text`` (one sentence expected; see the module)."""

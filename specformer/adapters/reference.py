@@ -9,15 +9,22 @@ from typing import Any
 
 import torch
 
+from specformer.protocol.capabilities import Capabilities
 from specformer.reference.attention.attention import AttentionOutput, scaled_dot_product_attention
 from specformer.reference.attention.multihead import MultiHeadParams, multi_head_attention
 from specformer.reference.attention.scores import SCORE_FUNCTIONS
+
+#: The text tokenizers the reference runs (:data:`specformer.reference.tokenization.text.KINDS`, repeated here so
+#: that loading the adapter does not build a tokenizer).
+REFERENCE_KINDS = ("words", "characters", "bpe", "byte-bpe", "unigram")
 
 
 class ReferenceImplementation:
     """Attention, multi-head attention, the score functions and the positional encodings of the reference."""
 
     name = "reference"
+    #: The tokenizer kinds it runs (and, where its library takes valid Unicode only, no lone surrogates).
+    capabilities = Capabilities(conventions={"tokenizer_kind": frozenset(REFERENCE_KINDS)})
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
                   *, causal: bool = False, need_weights: bool = True) -> AttentionOutput:
@@ -138,6 +145,18 @@ class ReferenceImplementation:
         from specformer.reference.tokenization.unigram import viterbi
 
         return viterbi(word, pieces)
+
+    def unigram_em_step(self, words: dict[str, int], pieces: dict[str, float]) -> dict[str, float]:
+        """:func:`specformer.reference.tokenization.unigram.em_step`."""
+        from specformer.reference.tokenization.unigram import em_step
+
+        return em_step(words, pieces)
+
+    def unigram_prune(self, words: dict[str, int], pieces: dict[str, float], size: int) -> dict[str, float]:
+        """:func:`specformer.reference.tokenization.unigram.prune`."""
+        from specformer.reference.tokenization.unigram import prune
+
+        return prune(words, pieces, size)
 
     def tokenize_text(self, kind: str, text: str) -> list[str]:
         """:func:`specformer.reference.tokenization.text.tokenize_text` (words, characters, bpe, byte-bpe, unigram)."""

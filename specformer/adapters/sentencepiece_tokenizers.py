@@ -29,7 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from specformer.adapters.hf_common import import_library
-from specformer.protocol import NotApplicable
+from specformer.protocol import Capabilities, NotApplicable
 
 NAME = "sentencepiece"
 #: The release this adapter is written against (the ``thirdparty`` extra pins it).
@@ -67,6 +67,8 @@ class SentencePieceTokenizers:
     """``sentencepiece``'s BPE and Unigram tokenizers, trained on the suite's training text."""
 
     name = NAME
+    #: The tokenizer kinds it runs (and, where its library takes valid Unicode only, no lone surrogates).
+    capabilities = Capabilities(conventions={"tokenizer_kind": frozenset(KINDS)})
 
     def tokenize_text(self, kind: str, text: str) -> list[str]:
         """``encode(text, out_type=str)``: the pieces, ``"▁"`` marking the start of each word."""

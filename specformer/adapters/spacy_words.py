@@ -27,6 +27,7 @@ import functools
 from collections import OrderedDict
 from typing import Any
 
+from specformer.protocol.capabilities import Capabilities
 from specformer.adapters.hf_common import import_library
 from specformer.protocol.base import NotApplicable
 
@@ -59,6 +60,8 @@ class SpacyWords:
     """The tokenizer of ``spacy.blank("en")`` for kind ``"words"``, rebuilding text through spaCy's ``Doc``."""
 
     name = "spacy"
+    #: The tokenizer kinds it runs (and, where its library takes valid Unicode only, no lone surrogates).
+    capabilities = Capabilities(conventions={"tokenizer_kind": frozenset({"words"}), "lone_surrogates": frozenset({False})})
 
     def __init__(self) -> None:
         self._spaces: OrderedDict[tuple[str, ...], list[bool]] = OrderedDict()

@@ -42,7 +42,7 @@ from functools import lru_cache
 from typing import Any
 
 from specformer.adapters.hf_common import import_library
-from specformer.protocol import NotApplicable
+from specformer.protocol import Capabilities, NotApplicable
 
 #: Merges of the text tokenizer (kind ``"byte-bpe"``), as for the other adapters.
 MERGES = 1000
@@ -123,6 +123,8 @@ class TiktokenBPE:
     """tiktoken's encoder and decoder on merges learned here (see the module)."""
 
     name = _ADAPTER
+    #: The tokenizer kinds it runs (and, where its library takes valid Unicode only, no lone surrogates).
+    capabilities = Capabilities(conventions={"tokenizer_kind": frozenset({"byte-bpe"})})
 
     def byte_bpe_encode(self, text: str, merges: list[tuple[bytes, bytes]]) -> list[bytes]:
         """``Encoding.encode_ordinary`` with ranks from the merges; each id's bytes."""

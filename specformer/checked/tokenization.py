@@ -33,7 +33,6 @@ def _items(op: str, value: Any, item: type, what: str) -> list[Any]:
 
 
 def _pairs(op: str, value: Any, item: type, what: str) -> list[tuple[Any, Any]]:
-
     if not isinstance(value, (list, tuple)):
         _items(op, value, tuple, what)  # raises with the type found
     pairs = []
@@ -45,6 +44,22 @@ def _pairs(op: str, value: Any, item: type, what: str) -> list[tuple[Any, Any]]:
     if len(pairs) > MAX_ITEMS:
         raise ImplementationError(f"{op} returned {len(pairs)} items for {what}, more than {MAX_ITEMS}")
     return pairs
+
+
+def _log_probabilities(op: str, value: Any, what: str) -> dict[str, float]:
+    from specformer.wire import describe
+
+    if not isinstance(value, dict):
+        raise ImplementationError(f"{op} returned {describe(value)} for {what}, expected a dict of str to float")
+    if len(value) > MAX_ITEMS:
+        raise ImplementationError(f"{op} returned {len(value)} items for {what}, more than {MAX_ITEMS}")
+    table = {}
+    for piece, logp in value.items():
+        if type(piece) is not str or type(logp) not in (float, int) or not logp <= 1e-12:
+            raise ImplementationError(f"{op} returned {piece!r:.100}: {logp!r:.100} in {what}, expected a piece "
+                                      "(str) and a log-probability (a float <= 0)")
+        table[piece] = float(logp)
+    return table
 
 
 @register
@@ -90,13 +105,26 @@ class TokenizationCalls(_Base):
         result = self.call("unigram_segment", word, dict(pieces), names=("word", "pieces"))
         return _items("unigram_segment", result, str, f"the segmentation of {word!r:.100}")
 
+    def unigram_em_step(self, words: dict[str, int], pieces: dict[str, float]) -> dict[str, float]:
+        """The implementation's piece table after one EM step, checked to be log-probabilities."""
+        result = self.call("unigram_em_step", dict(words), dict(pieces), names=("words", "pieces"))
+        return _log_probabilities("unigram_em_step", result, "the piece table after an EM step")
+
+    def unigram_prune(self, words: dict[str, int], pieces: dict[str, float], size: int) -> dict[str, float]:
+        """The implementation's piece table after one pruning step, checked to be log-probabilities."""
+        result = self.call("unigram_prune", dict(words), dict(pieces), size, names=("words", "pieces", "size"))
+        return _log_probabilities("unigram_prune", result, "the piece table after pruning")
+
     def tokenize_text(self, kind: str, text: str) -> list[str]:
-        """The tokens of ``text`` under the implementation's tokenizer ``kind``."""
+        """The tokens of ``text`` under the implementation's tokenizer ``kind`` (not applicable at once for a kind
+        the implementation declares it does not run)."""
+        self.require("tokenizer_kind", kind)
         result = self.call("tokenize_text", kind, text, names=("kind", "text"))
         return _items("tokenize_text", result, str, f"the {kind} tokens")
 
     def detokenize_text(self, kind: str, tokens: list[str]) -> str:
         """The text of ``tokens`` under the implementation's tokenizer ``kind``."""
+        self.require("tokenizer_kind", kind)
         result = self.call("detokenize_text", kind, list(tokens), names=("kind", "tokens"))
         return self._text("detokenize_text", result)
 

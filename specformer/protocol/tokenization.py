@@ -7,6 +7,15 @@ Conventions (the same for every implementation; adapters convert):
   merge is a pair of symbol strings; ``bpe_train`` takes word counts and returns the
   merges in the order they were learned; ``bpe_encode`` splits one word with them and
   returns its symbols, the marker included in the last one;
+* the tie rule of a trainer is the implementation's: when several pairs share the highest
+  count, any deterministic rule that takes one of them is correct (the first counted, the
+  smallest or largest pair, the smallest token ids); the same input must give the same
+  merges. What 001's ``learn_bpe_merges`` does on a tie (the pair counted first) is a
+  statement about that code, judged on its own (``bpe.learn-bpe-merges``);
+* whitespace in running text is the implementation's to split at: every space, or every
+  whitespace character (a tab may stay inside a word, or be dropped);
+* a byte-level decoder given bytes that are not UTF-8 may raise ``ValueError``, decode
+  them losslessly, or replace each maximal ill-formed subpart with U+FFFD; never drop them;
 * byte-level BPE works on bytes: a merge is a pair of byte strings; ``byte_bpe_train``
   takes counts of pre-split pieces (``bytes``), ``byte_bpe_encode`` encodes any text
   (its own pre-split, documented by the implementation) into byte tokens and
@@ -14,15 +23,31 @@ Conventions (the same for every implementation; adapters convert):
 * ``wordpiece`` splits one word with a given vocabulary, continuation pieces carrying a
   prefix (``"##"``), returning ``[unk]`` when the word cannot be covered;
 * ``unigram_segment`` returns a segmentation of one word into pieces of a given unigram
-  model (piece -> log-probability) that maximises the sum of the log-probabilities;
+  model (piece -> log-probability) that maximises the sum of the log-probabilities; among
+  segmentations of equal total any one may be returned;
+* ``unigram_em_step(words, pieces)`` runs one EM step of Unigram training on word counts
+  from a piece table (piece -> log-probability): the expected count of every piece over
+  all segmentations of every word (E), then probabilities proportional to them (M), over
+  the same pieces; ``unigram_prune(words, pieces, size)`` runs one pruning step: the
+  pieces longer than one character whose removal costs least are dropped until ``size``
+  are left (or only single characters), the rest renormalised. The cost of a piece is
+  SentencePiece's Viterbi approximation (how often the Viterbi segmentations of the
+  corpus use it, times its log-probability less that of the Viterbi split of its own
+  text without it); ties between equal costs may go either way. Neither SentencePiece nor
+  Hugging Face ``tokenizers`` exposes a single step (their trainers run the whole loop
+  in native code), so only the reference provides them among the shipped adapters;
 * ``tokenize_text(kind, text)`` and ``detokenize_text(kind, tokens)`` run a tokenizer the
   implementation holds (trained by itself, deterministically, on :data:`TRAINING_CORPUS`,
   or shipped with its library) on running text. ``kind`` names it: ``"words"`` (a word
   tokenizer), ``"characters"``, ``"bpe"``, ``"byte-bpe"``, ``"wordpiece"``,
   ``"unigram"``, ``"bert"`` (the shipped BERT vocabulary).
 
-An adapter raises :class:`~specformer.protocol.base.NotApplicable` for a ``kind`` or an
-input its library does not take. This module declares the operations only;
+Conventions (:data:`CONVENTIONS`, declared by an adapter in its ``capabilities``):
+``tokenizer_kind``, the kinds ``tokenize_text`` runs (a property that needs another kind
+is not applicable at once); ``lone_surrogates``, whether a ``str`` holding a lone
+surrogate is taken (``False``: the library takes valid Unicode only, and the properties
+draw none for it). Inside what it declares an adapter answers; outside, it may raise
+:class:`~specformer.protocol.base.NotApplicable`, as one without a declaration still may. This module declares the operations only;
 :mod:`specformer.checked.tokenization` calls them and checks what they return.
 """
 
@@ -31,15 +56,18 @@ from __future__ import annotations
 from typing import Protocol
 
 from specformer.protocol.base import Family, Operation
+from specformer.protocol.capabilities import Convention
 
 __all__ = [
     "BPEImplementation",
+    "CONVENTIONS",
     "ByteBPEImplementation",
     "FAMILY",
     "TEXT_KINDS",
     "TRAINING_CORPUS",
     "TextTokenizerImplementation",
     "UnigramImplementation",
+    "UnigramTrainingImplementation",
     "WordPieceImplementation",
 ]
 
@@ -104,6 +132,20 @@ class UnigramImplementation(Protocol):
         ...
 
 
+class UnigramTrainingImplementation(Protocol):
+    """The two steps of Unigram training: EM on a fixed vocabulary, and pruning it."""
+
+    name: str
+
+    def unigram_em_step(self, words: dict[str, int], pieces: dict[str, float]) -> dict[str, float]:
+        """The piece table after one EM step on ``words`` (word -> count): the same pieces, new log-probabilities."""
+        ...
+
+    def unigram_prune(self, words: dict[str, int], pieces: dict[str, float], size: int) -> dict[str, float]:
+        """The piece table after one pruning step down to ``size`` pieces (single characters are never removed)."""
+        ...
+
+
 class TextTokenizerImplementation(Protocol):
     """A tokenizer the implementation holds, run on text."""
 
@@ -118,6 +160,16 @@ class TextTokenizerImplementation(Protocol):
         ...
 
 
+#: The tokenization family's conventions (see the module docstring).
+CONVENTIONS: dict[str, Convention] = {
+    "tokenizer_kind": Convention(values=TEXT_KINDS, doc=(
+        "the tokenizers tokenize_text and detokenize_text run: words, characters, bpe, byte-bpe, wordpiece, "
+        "unigram, bert")),
+    "lone_surrogates": Convention(values=(True, False), doc=(
+        "whether a str holding a lone surrogate (U+D800 to U+DFFF alone, not Unicode text) is taken; False: "
+        "valid Unicode only, as libraries that store text as UTF-8 require")),
+}
+
 #: The tokenization family, registered in :data:`specformer.protocol.FAMILIES`.
 FAMILY = Family("tokenization", (
     Operation("bpe_train", BPEImplementation),
@@ -127,6 +179,8 @@ FAMILY = Family("tokenization", (
     Operation("byte_bpe_decode", ByteBPEImplementation),
     Operation("wordpiece", WordPieceImplementation),
     Operation("unigram_segment", UnigramImplementation),
+    Operation("unigram_em_step", UnigramTrainingImplementation),
+    Operation("unigram_prune", UnigramTrainingImplementation),
     Operation("tokenize_text", TextTokenizerImplementation),
     Operation("detokenize_text", TextTokenizerImplementation),
-))
+), CONVENTIONS)
