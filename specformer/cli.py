@@ -395,7 +395,43 @@ def build_parser() -> argparse.ArgumentParser:
     from specformer.site_command import add_parser
 
     add_parser(sub)
+    _add_new_parser(sub)
     return parser
+
+
+#: The families of the protocol, without importing it (``specformer new`` checks this list against it).
+FAMILY_NAMES = ("attention", "positions", "blocks", "tokenization", "embeddings")
+
+
+def _add_new_parser(sub: Any) -> None:
+    new = sub.add_parser("new", help="write a skeleton adapter for a family, to fill in",
+                         description="Write a commented skeleton adapter: every operation of the family's "
+                                     "protocol with its signature and documentation, each marked "
+                                     "@not_implemented (not provided) until you write it.")
+    new.add_argument("family", choices=FAMILY_NAMES, help="the family whose operations to write")
+    new.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: print it); an existing "
+                                                           "file is not overwritten")
+
+
+def _new(args: argparse.Namespace) -> int:
+    """``specformer new FAMILY [-o FILE]``."""
+    from specformer.skeleton import skeleton
+
+    text = skeleton(args.family)
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    path = Path(args.output)
+    if path.exists():
+        return _usage(f"{args.output!r} exists; give another file name (nothing was written)")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        return _usage(f"cannot write {args.output!r}: {exc.strerror or exc}")
+    print(f"wrote {path}: an adapter for the {args.family} family, every operation marked @not_implemented")
+    print(f"write the ones you provide (remove their marker), then: specformer run --impl {path}")
+    return 0
 
 
 def _claim_error() -> type[Exception]:
@@ -415,6 +451,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "claims":
             return _claims(args)
+        if args.command == "new":
+            return _new(args)
         if args.command == "site":
             from specformer.site_command import run_site
 

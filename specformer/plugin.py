@@ -586,7 +586,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     impls = state.implementations if state._impls is not None else []
     families = {str(r.get("family")) for r in state.rows if r.get("family")} | state.selected_families
     for line, markup in summary_lines(state.rows, impls, complete(state, exitstatus), state.expected_rows,
-                                      families=families or None, math_left_out=len(state.math_left_out)):
+                                      families=families or None, math_left_out=len(state.math_left_out),
+                                      family_operations={name: [op.method for op in family.operations]
+                                                         for name, family in FAMILIES.items()}):
         tr.write_line(line, **markup)
     tr.write_line(f"time: {time.perf_counter() - state.start:.1f} s")
     path = state.option("specformer_report")

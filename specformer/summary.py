@@ -330,19 +330,25 @@ def _counts(rows: Iterable[Mapping[str, Any]]) -> str:
     return ", ".join(f"{n} {o}" for o, n in sorted(Counter(str(r["outcome"]) for r in rows).items()))
 
 
-def _provides_line(impl: Mapping[str, Any], families: Iterable[str] | None) -> str | None:
-    """One line naming the selected families an implementation provides nothing of."""
+def _provides_line(impl: Mapping[str, Any], families: Iterable[str] | None,
+                   family_operations: Mapping[str, Sequence[str]] | None = None) -> str | None:
+    """One line naming what an implementation does not provide, of the families the run selected."""
     omitted = [f for f in impl.get("omitted_families", []) if families is None or f in families]
-    if not omitted:
+    provided = set(impl.get("operations", []))
+    partly = []
+    for family, ops in sorted((family_operations or {}).items()):
+        if (families is None or family in families) and family not in omitted:
+            partly += [op for op in ops if op not in provided]
+    parts = partly + [f"the {family} family" for family in omitted]
+    if not parts:
         return None
-    if families is not None and set(omitted) >= set(families):
-        return f"  –   {impl['name']} provides no operation of the selected families ({', '.join(omitted)}): no rows"
-    return f"  –   {impl['name']} provides no operation of: {', '.join(omitted)} (no rows for them)"
+    return f"  –   {impl['name']} does not provide: {', '.join(parts)} (its rows are not applicable or absent)"
 
 
 def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str, Any]], done: bool,
                   expected_rows: int | None, families: Iterable[str] | None = None,
-                  math_left_out: int = 0) -> list[tuple[str, dict[str, bool]]]:
+                  math_left_out: int = 0, family_operations: Mapping[str, Sequence[str]] | None = None,
+                  ) -> list[tuple[str, dict[str, bool]]]:
     """The summary of a run as ``(line, markup)`` pairs (markup: pytest's ``red``, ``green``, ``bold``...).
 
     ``families``: the families the selection touched (lines about the others are left out);
@@ -359,7 +365,7 @@ def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str
     for impl in impls:
         if impl["status"] != "loaded":
             out.append((f"FAIL  implementation {impl['spec']!r} could not be loaded: {impl['message']}", {"red": True}))
-        line = _provides_line(impl, families) if impl["status"] == "loaded" else None
+        line = _provides_line(impl, families, family_operations) if impl["status"] == "loaded" else None
         if line:
             out.append((line, {}))
     if math_left_out:

@@ -54,5 +54,11 @@ def family_of_operation(name: str) -> str:
 
 
 def provided_operations(impl: object) -> frozenset[str]:
-    """The operations an implementation provides (callable attributes of that name)."""
-    return frozenset(name for name, op in OPERATIONS.items() if callable(getattr(impl, op.method, None)))
+    """The operations an implementation provides (callable attributes of that name).
+
+    A method still marked as a skeleton's (:func:`specformer.skeleton.not_implemented`) is not provided.
+    """
+    from specformer.skeleton import is_skeleton
+
+    return frozenset(name for name, op in OPERATIONS.items()
+                     if callable(method := getattr(impl, op.method, None)) and not is_skeleton(method))
