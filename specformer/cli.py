@@ -396,7 +396,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_parser(sub)
     _add_new_parser(sub)
+    _add_replay_parser(sub)
     return parser
+
+
+def _add_replay_parser(sub: Any) -> None:
+    replay = sub.add_parser("replay", help="save a failing row's inputs and print the Python that calls it",
+                            description="Run a failing row of a report again, save the inputs of its failing "
+                                        "example (torch.save) and print a few lines of Python that load them "
+                                        "and call the implementation.")
+    replay.add_argument("report", metavar="REPORT", help="a report written by `specformer run`")
+    replay.add_argument("row", metavar="ROW", help="the failing row: its number among the report's failing rows "
+                                                   "(from 1), or text of 'claim property[impl/device/dtype]'")
+    replay.add_argument("-o", "--output", default="replay", metavar="DIR", help="where to save (default: replay)")
+    replay.add_argument("--row-timeout", type=float, default=120.0, metavar="SECONDS")
 
 
 #: The families of the protocol, without importing it (``specformer new`` checks this list against it).
@@ -453,6 +466,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _claims(args)
         if args.command == "new":
             return _new(args)
+        if args.command == "replay":
+            from specformer.replay import main as replay
+
+            return replay(args)
         if args.command == "site":
             from specformer.site_command import run_site
 

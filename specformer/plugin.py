@@ -392,8 +392,10 @@ def bounded_shrinking(prop: Property, profile: str) -> Iterator[ShrinkBudget]:
 def describe_failure(row: RowResult, prop: Property, budget: ShrinkBudget) -> None:
     """Say so when the budget cut the shrinking; show the smallest failing example's arguments as Python."""
     if budget.cut and "(not shrunk:" in row.message:
-        row.message = row.message.split(" (not shrunk:", 1)[0] + (
-            f" (shrinking stopped at the profile's budget of {budget.limit} examples)")
+        found = budget.failing_message or row.message.split(" (not shrunk:", 1)[0]
+        if row.outcome == "error" and not found.startswith(row.implementation):
+            found = row.message.split(" (not shrunk:", 1)[0]  # the runner's wording of the error
+        row.message = f"{found} (shrinking stopped at the profile's budget of {budget.limit} examples)"
     if budget.failing is not None and not row.as_expected and row.outcome in ("fail", "error"):
         rendered = render_call(prop.name, budget.failing[1])
         if rendered is not None:

@@ -45,6 +45,8 @@ class ShrinkBudget:
         #: called before each example; its value at the last failing example is kept in ``failing_mark``
         self.mark: Callable[[], Any] = lambda: None
         self.failing_mark: Any = None
+        #: the message of the last failing example (the smallest found)
+        self.failing_message = ""
 
     def wrap(self, inner: Callable[..., Any]) -> Callable[..., Any]:
         """``inner`` with the count and the record (module doc)."""
@@ -60,8 +62,9 @@ class ShrinkBudget:
             mark = self.mark()
             try:
                 return inner(*args, **kwargs)
-            except failures:
+            except failures as exc:
                 self.failing, self.failing_mark = (args, kwargs), (mark, self.mark())
+                self.failing_message = str(exc).strip() or type(exc).__name__
                 raise
 
         return budgeted
