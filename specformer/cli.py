@@ -291,6 +291,9 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
                    "-W", "ignore::pytest.PytestAssertRewriteWarning",
                    # one summary, specformer's: pytest's own sections and its count line are left out
                    "-v" if args.verbose else "-qq", "--no-summary", "--no-header", "--tb=no",
+                   # the properties' assertions carry their own messages; pytest's rewriting adds
+                   # "+ where <built-in method ...>" lines to them
+                   "--assert=plain",
                    "--device", args.device, "--profile", args.profile, "--report", str(report_path),
                    "--row-timeout", str(args.row_timeout), "--threads", str(args.threads),
                    "--memory-limit", str(args.memory_limit)]

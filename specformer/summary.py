@@ -331,15 +331,20 @@ def _counts(rows: Iterable[Mapping[str, Any]]) -> str:
 
 
 def _provides_line(impl: Mapping[str, Any], families: Iterable[str] | None,
-                   family_operations: Mapping[str, Sequence[str]] | None = None) -> str | None:
-    """One line naming what an implementation does not provide, of the families the run selected."""
+                   family_operations: Mapping[str, Sequence[str]] | None = None,
+                   whole_families: bool = True) -> str | None:
+    """One line naming what an implementation does not provide, of the families the run selected.
+
+    ``whole_families=False`` (a run of several implementations) leaves out the families it
+    provides nothing of: the other implementations are there for them.
+    """
     omitted = [f for f in impl.get("omitted_families", []) if families is None or f in families]
     provided = set(impl.get("operations", []))
     partly = []
     for family, ops in sorted((family_operations or {}).items()):
         if (families is None or family in families) and family not in omitted:
             partly += [op for op in ops if op not in provided]
-    parts = partly + [f"the {family} family" for family in omitted]
+    parts = partly + [f"the {family} family" for family in omitted if whole_families]
     if not parts:
         return None
     return f"  –   {impl['name']} does not provide: {', '.join(parts)} (its rows are not applicable or absent)"
@@ -365,7 +370,8 @@ def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str
     for impl in impls:
         if impl["status"] != "loaded":
             out.append((f"FAIL  implementation {impl['spec']!r} could not be loaded: {impl['message']}", {"red": True}))
-        line = _provides_line(impl, families, family_operations) if impl["status"] == "loaded" else None
+        line = (_provides_line(impl, families, family_operations, whole_families=len(impls) == 1)
+                if impl["status"] == "loaded" else None)
         if line:
             out.append((line, {}))
     if math_left_out:
