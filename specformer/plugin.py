@@ -77,10 +77,6 @@ class SuiteState:
         self._threads: int | None = None
         self._deviations: tuple[list[deviations.Deviation], list[deviations.Deviation]] | None = None
         self._selectors: list[dict[str, Any]] | None | bool = False
-        #: selected properties that call no implementation, left out of a user's run (see math_rows)
-        self.math_left_out: set[str] = set()
-        #: properties whose rows a selected family's implementations cannot run (for the summary)
-        self.selected_families: set[str] = set()
 
     @property
     def row_selectors(self) -> list[dict[str, Any]] | None:
@@ -215,7 +211,6 @@ class SuiteState:
         """The ``(implementation or None for math, device, dtype)`` rows of a selected property."""
         wanted_dtypes = self.option("specformer_dtype")
         if not prop.needs and not self.math_rows:
-            self.math_left_out.add(prop.qualname)
             return
         if prop.needs:
             family_ops = {op.method for op in FAMILIES[prop.family].operations} if prop.family in FAMILIES else set()
@@ -369,7 +364,6 @@ class PropertyFile(pytest.File):
         for prop in [p for p in REGISTRY.values() if p.module == topic and p.family == family]:
             if not state.selected(prop):
                 continue
-            state.selected_families.add(prop.family)
             for impl, device, dtype in state.rows_for(prop):
                 name = impl["name"] if impl else MATH
                 yield PropertyItem.from_parent(self, name=f"{prop.name}[{name}-{device}-{dtype}]",
@@ -586,9 +580,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tr = terminalreporter
     tr.section("specformer summary")
     impls = state.implementations if state._impls is not None else []
-    families = {str(r.get("family")) for r in state.rows if r.get("family")} | state.selected_families
+    # computed here from the registry, not at collection: xdist's controller collects nothing
+    selected = [p for p in load_properties().values() if state.selected(p)]
+    families = {str(r.get("family")) for r in state.rows if r.get("family")} | {p.family for p in selected}
+    left_out = 0 if state.math_rows else sum(not p.needs for p in selected)
     for line, markup in summary_lines(state.rows, impls, complete(state, exitstatus), state.expected_rows,
-                                      families=families or None, math_left_out=len(state.math_left_out),
+                                      families=families or None, math_left_out=left_out,
                                       family_operations={name: [op.method for op in family.operations]
                                                          for name, family in FAMILIES.items()}):
         tr.write_line(line, **markup)
