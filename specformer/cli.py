@@ -16,7 +16,7 @@
     implementation name or an unusable report path is a usage error.
 
 ``specformer site --report R [--report R2]... -o DIR``
-    builds the documentation site of the given reports (:mod:`specformer.site_command`).
+    builds the documentation site of the given reports (:mod:`specformer.site.command`).
 
 Exit codes of ``specformer run`` (:data:`EXIT_CODES`):
 
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import fnmatch
 import importlib.metadata
 import importlib.util
 import json
@@ -45,6 +46,7 @@ from typing import Any, Sequence
 from specformer import selection
 from specformer.adapters import BUILTIN, DEFAULT_IMPLEMENTATIONS
 from specformer.loading import file_target
+from specformer.options import number_problem
 
 # Imported where used, so that ``--help`` and ``specformer claims`` answer without
 # importing torch or Hypothesis: specformer.deviations (imports the runner),
@@ -80,7 +82,7 @@ def _claims(args: argparse.Namespace) -> int:
     if args.json:
         out = []
         for claim in selected:
-            checks = [{"property": p.qualname, "expect": p.expect, "needs": list(p.needs)}
+            checks = [{"property": p.qualname, "expect": p.expect, "needs": list(p.needs), "about": p.about}
                       for p in props.values() if p.claim == claim.id]
             out.append({**claim.to_json(), "properties": checks})
         json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
@@ -143,6 +145,52 @@ def _impl_problem(spec: str) -> str | None:
             "or name your own as module:attribute or path/file.py")
 
 
+def _spec_syntax_problem(spec: str) -> str | None:
+    """An ``--impl`` value that names nothing: empty, ``:``, ``module:`` with a bad attribute."""
+    if not spec.strip():
+        return "--impl needs a value: a built-in name, module:attribute or path/file.py[:attribute]"
+    target, sep, attribute = spec.rpartition(":")
+    if not sep or (len(target) == 1 and target.isalpha()):  # no attribute, or a Windows drive letter
+        return None
+    if not target.strip():
+        return (f"--impl {spec!r} names no module or file before ':' "
+                "(give module:attribute or path/file.py:attribute)")
+    if attribute and not attribute.isidentifier():
+        return f"--impl {spec!r}: {attribute!r} after ':' is not a Python attribute name"
+    if file_target(spec) is None and not all(part.isidentifier() for part in target.split(".")):
+        return f"--impl {spec!r}: {target!r} is neither a module name (dotted identifiers) nor a file path"
+    return None
+
+
+def _cap_jobs(args: argparse.Namespace, rows_file: Path | None) -> None:
+    """Lower ``--jobs`` to the number of rows the selection can have (one line says so)."""
+    if args.jobs <= 1:
+        return
+    from specformer import devices
+    from specformer.property import load_properties
+
+    if rows_file is not None:
+        bound = len(json.loads(rows_file.read_text(encoding="utf-8")))
+    else:
+        globs = selection.claim_globs(args.claims)
+        names = args.property or []
+        impls = len(dict.fromkeys(args.impl or DEFAULT_IMPLEMENTATIONS))
+        wanted = set(args.dtype or [])
+        bound = 0
+        for prop in load_properties().values():
+            if ((globs and not any(fnmatch.fnmatchcase(prop.claim, g) for g in globs))
+                    or (names and prop.qualname not in names and prop.name not in names)
+                    or not selection.topic_selects(prop.claim, prop.family, args.topic)):
+                continue
+            for device in devices.requested_devices(args.device):
+                dtypes = [d for d in devices.DEVICE_DTYPES[device]
+                          if (not prop.dtypes or d in prop.dtypes) and (not wanted or d in wanted)]
+                bound += min(len(dtypes), 1 if device == "cpu" else 0) if not prop.needs else impls * len(dtypes)
+    if args.jobs > max(bound, 1):
+        print(f"specformer: --jobs {args.jobs} capped at {max(bound, 1)}, the number of rows selected")
+        args.jobs = max(bound, 1)
+
+
 def _path_problem(option: str, value: str) -> str | None:
     """An output path that is a folder, or whose folder cannot be created or written."""
     path = Path(value)
@@ -163,15 +211,12 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
     from specformer import deviations
 
     for spec in args.impl or []:
-        problem = _impl_problem(spec)
+        problem = _spec_syntax_problem(spec) or _impl_problem(spec)
         if problem:
             return problem
-    for option, value, low in (("--jobs", args.jobs, 1), ("--threads", args.threads, 1),
-                               ("--memory-limit", args.memory_limit, 0), ("--seed", args.seed, 0)):
-        if value is not None and value < low:
-            return f"{option} must be at least {low}, got {value}"
-    if args.row_timeout <= 0:
-        return f"--row-timeout must be a positive number of seconds, got {args.row_timeout:g}"
+    problem = number_problem(args.row_timeout, args.memory_limit, args.threads, args.jobs, args.seed)
+    if problem:
+        return problem
     for option, value in (("--report", args.report), ("--junit", args.junit)):
         problem = value and _path_problem(option, value)
         if problem:
@@ -269,6 +314,7 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
 def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | None) -> int:
     from specformer import forkserver
 
+    forkserver.become_subreaper()  # what a worker leaves behind comes back here, to be ended
     # torch's import in the fork server overlaps pytest's start here; with several jobs this
     # process only loads implementations, and each job's process has a warmed server of its own
     forkserver.shared(warm=args.jobs == 1).launch()
@@ -277,6 +323,7 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
     if problem:
         forkserver.shutdown_shared()
         return _usage(problem)
+    _cap_jobs(args, rows_file)
 
     import pytest
 
@@ -319,15 +366,45 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
         status = int(pytest.main(pytest_args + extra))
     finally:
         signal.signal(signal.SIGTERM, previous)
-        try:
-            report = json.loads(report_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            report = None
+        report = _final_report(report_path)
         if args.junit:
             from specformer.junit import write_junit
 
             write_junit(report, Path(args.junit))
     return exit_code(report, status)
+
+
+def _final_report(report_path: Path) -> dict[str, Any] | None:
+    """End every process the run left, then write the run's final report again, last.
+
+    The report comes from the plugin's memory, never from the file, which a process left
+    behind by an implementation could have rewritten; the file is replaced atomically.
+    A run that wrote no final report gets ``None`` (the run is incomplete), and a file
+    that claims more is marked interrupted.
+    """
+    from specformer import forkserver
+    from specformer.report import write_report
+
+    forkserver.shutdown_shared()
+    forkserver.end_descendants()
+    plugin = sys.modules.get("specformer.plugin")
+    reports = getattr(plugin, "FINAL_REPORTS", {})
+    key = str(report_path.resolve())
+    if key not in reports:  # the run never started its report (a usage error): the file is not ours
+        return None
+    report = reports.pop(key)
+    if report is not None:
+        write_report(report, report_path)
+        return report
+    try:
+        on_disk = json.loads(report_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    summary = on_disk.get("summary") if isinstance(on_disk, dict) else None
+    if isinstance(summary, dict) and summary.get("state") != "running":
+        summary.update(state="interrupted", ok=False, complete=False)
+        write_report(on_disk, report_path)
+    return None
 
 
 def _plain(text: str) -> str:
@@ -395,7 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "suite's own run without --impl)")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per row")
 
-    from specformer.site_command import add_parser
+    from specformer.site.command import add_parser
 
     add_parser(sub)
     _add_new_parser(sub)
@@ -474,7 +551,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return replay(args)
         if args.command == "site":
-            from specformer.site_command import run_site
+            from specformer.site.command import run_site
 
             return run_site(args)
         return _run(args, extra)

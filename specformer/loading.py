@@ -104,7 +104,8 @@ def file_target(spec: str) -> Path | None:
 
 def load_implementation(spec: str) -> LoadedImplementation:
     """Resolve ``spec`` to an implementation; raise :class:`ImplementationLoadError` with the reason."""
-    from specformer.protocol import OPERATIONS, provided_operations  # torch: only where code is loaded
+    from specformer.protocol import (OPERATIONS, CapabilityError, declared_capabilities,  # torch: only where code is loaded
+                                     provided_operations)
 
     target, attribute = _split(BUILTIN.get(spec, spec))
     if target.endswith(".py") or "/" in target or "\\" in target:
@@ -130,6 +131,12 @@ def load_implementation(spec: str) -> LoadedImplementation:
             raise ImplementationLoadError(
                 f"--impl {spec!r}: instantiating {obj.__name__} failed: {type(exc).__name__}: {exc}"
             ) from exc
+    try:
+        declared_capabilities(obj)
+    except Exception as exc:  # noqa: BLE001 - a declaration that is malformed or whose property raises
+        raise ImplementationLoadError(f"--impl {spec!r}: its capability declaration is malformed: "
+                                      f"{exc if isinstance(exc, CapabilityError) else f'{type(exc).__name__}: {exc}'}"
+                                      ) from exc
     if not provided_operations(obj):
         from specformer.skeleton import is_skeleton
 

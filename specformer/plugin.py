@@ -47,10 +47,11 @@ import specformer.properties
 from specformer import deviations, devices, forkserver
 from specformer.adapters import DEFAULT_IMPLEMENTATIONS
 from specformer.context import WorkerBackend
+from specformer.options import number_problem
 from specformer.profiles import PROFILES
 from specformer.property import REGISTRY, Property, load_properties, property_modules
-from specformer.protocol import FAMILIES
-from specformer.report import ReportWriter, implementation_entry
+from specformer.protocol import CONVENTIONS, FAMILIES, OPERATIONS, Capabilities, CapabilityError
+from specformer.report import ReportWriter, implementation_entry, naming_problem
 from specformer.runner import MATH, RowResult, run_property
 from specformer.selection import claim_globs, row_selected, topic_selects
 from specformer.shrinking import ShrinkBudget, budget_for
@@ -177,17 +178,39 @@ class SuiteState:
             if self.is_xdist_worker:
                 self._impls = json.loads(self.config.workerinput.get(_IMPLS_KEY, "[]"))  # type: ignore[attr-defined]
             else:
-                self._impls = [self._load(spec) for spec in self.option("specformer_impl") or DEFAULT_IMPLEMENTATIONS]
+                specs = dict.fromkeys(self.option("specformer_impl") or DEFAULT_IMPLEMENTATIONS)  # each once
+                self._impls = [self._load(spec) for spec in specs]
+                self._check_names()
         return self._impls
+
+    def _check_names(self) -> None:
+        """Unique, unreserved names, and deviations that name one implementation each (usage errors)."""
+        problem = naming_problem(self._impls or [])
+        if problem is None:
+            user = self.option("specformer_deviations") or []
+            problem = deviations.implementation_problem(deviations.load_files(user), self._impls or [])
+        if problem:
+            self.close()
+            raise pytest.UsageError(problem)
 
     def _load(self, spec: str) -> dict[str, Any]:
         answer = self.pool.load(spec, self.option("specformer_row_timeout"))
         if answer.get("status") != "loaded":
             return implementation_entry(spec, spec, status="load-error", message=str(answer.get("message", "")))
         operations = [str(op) for op in answer.get("operations", [])]
+        try:  # the worker's word: checked again here
+            capabilities = answer.get("capabilities")
+            if capabilities is not None:
+                capabilities = Capabilities.from_plain(capabilities)
+                capabilities.validate(OPERATIONS, CONVENTIONS)
+                capabilities = capabilities.to_plain()
+        except CapabilityError as exc:
+            return implementation_entry(spec, spec, status="load-error",
+                                        message=f"its capability declaration is malformed: {exc}")
         omitted = [name for name, family in FAMILIES.items()
                    if not {op.method for op in family.operations} & set(operations)]
-        return implementation_entry(str(answer.get("name") or spec), spec, operations, omitted_families=omitted)
+        return implementation_entry(str(answer.get("name") or spec), spec, operations, omitted_families=omitted,
+                                    capabilities=capabilities)
 
     def selected(self, prop: Property) -> bool:
         """Whether ``--claims``, ``--property``, ``--topic`` and ``--rows`` select ``prop``."""
@@ -283,6 +306,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "specformer: a property of the specformer suite")
     if not state.active:
         return
+    problem = number_problem(config.getoption("specformer_row_timeout"), config.getoption("specformer_memory_limit"),
+                             config.getoption("specformer_threads"), seed=config.getoption("specformer_seed"))
+    if problem:
+        raise pytest.UsageError(problem)
     if state.is_xdist_worker:
         forkserver.shared().launch()  # its imports overlap this process's collection
     state.deviations_for("")  # a malformed deviations file is a usage error before anything runs
@@ -294,6 +321,7 @@ def pytest_configure(config: pytest.Config) -> None:
             impls.append(implementation_entry(MATH, MATH))
         state.writer = ReportWriter(Path(path), impls, config.getoption("specformer_profile"))
         state.writer.start()
+        FINAL_REPORTS[str(state.writer.path.resolve())] = None  # started; the final report replaces it
     if state.is_xdist_controller:
         _ = state.implementations  # loaded here once, then handed to the workers
         state.close()
@@ -481,7 +509,9 @@ class PropertyItem(pytest.Item):
                     self.prop, WorkerBackend(state.pool, impl["spec"]) if impl else None,
                     impl["name"] if impl else MATH, spec, self.device, self.dtype,
                     state.option("specformer_profile"), state.option("specformer_row_timeout"),
-                    frozenset(impl["operations"]) if impl else None, seed=seed, shrink=not listed)
+                    frozenset(impl["operations"]) if impl else None, seed=seed, shrink=not listed,
+                    capabilities=Capabilities.from_plain(impl["capabilities"]) if impl and impl.get("capabilities")
+                    else None)
             describe_failure(row, self.prop, budget)
             if printed is not None and not row.as_expected:
                 row.message = printed.append_to(row.message, budget.failing_mark)
@@ -546,6 +576,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 _CONFIG_STATE: list[SuiteState] = []
+#: The final report of each report path this process wrote, as written: ``specformer run``
+#: writes it again, last, after every process the run started is gone.
+FINAL_REPORTS: dict[str, dict[str, Any] | None] = {}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -564,7 +597,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state.restore_threads()
     state.close()
     if state.writer is not None:
-        state.writer.finish(complete(state, exitstatus))
+        FINAL_REPORTS[str(state.writer.path.resolve())] = state.writer.finish(complete(state, exitstatus))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -589,6 +622,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                                       family_operations={name: [op.method for op in family.operations]
                                                          for name, family in FAMILIES.items()}):
         tr.write_line(line, **markup)
+    if state.option("specformer_strict_deviations"):  # the failures the entries hid, shown
+        for line in deviations.hidden_lines(state.rows):
+            tr.write_line(line, yellow=True)
     tr.write_line(f"time: {time.perf_counter() - state.start:.1f} s")
     path = state.option("specformer_report")
     if path:

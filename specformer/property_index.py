@@ -27,6 +27,7 @@ class IndexedProperty:
     module: str
     name: str
     family: str
+    about: str | None = None
 
     @property
     def qualname(self) -> str:
@@ -84,14 +85,15 @@ def _properties_of(path: Path, family: str) -> list[IndexedProperty]:
             try:
                 claim = _value(call.args[0], constants) if call.args else None
                 # only what the catalogue shows; dtypes and max_examples stay unread
-                keywords = {k.arg: _value(k.value, constants) for k in call.keywords if k.arg in ("expect", "needs")}
+                keywords = {k.arg: _value(k.value, constants) for k in call.keywords if k.arg in ("expect", "needs", "about")}
             except _NotLiteral:
                 raise _NotLiteral(f"{path}:{call.lineno}") from None
             if not isinstance(claim, str) or any(k.arg is None for k in call.keywords):
                 raise _NotLiteral(f"{path}:{call.lineno}")
             found.append(IndexedProperty(claim=claim, expect=str(keywords.get("expect", "hold")),
                                          needs=tuple(keywords.get("needs", ("attention",))),
-                                         module=path.stem, name=node.name, family=family))
+                                         module=path.stem, name=node.name, family=family,
+                                         about=keywords.get("about")))
     return found
 
 

@@ -89,9 +89,9 @@ def _fields_comment(module: Any, name: str) -> list[str]:
     return [f"# {name}: {doc}", *fields] if fields else []
 
 
-def _conventions_block(module: Any) -> list[str]:
-    """The family's registered conventions, as a commented ``capabilities`` declaration."""
-    conventions = getattr(module, "CONVENTIONS", None) or {}
+def _conventions_block(family: Any, module: Any) -> list[str]:
+    """The family's registered conventions, as commented lines of a ``capabilities`` declaration."""
+    conventions = dict(getattr(family, "conventions", None) or getattr(module, "CONVENTIONS", None) or {})
     lines = []
     for name, convention in conventions.items():
         values = getattr(convention, "values", ())
@@ -102,7 +102,7 @@ def _conventions_block(module: Any) -> list[str]:
 
 def _capabilities(family: str, module: Any) -> list[str]:
     protocol = importlib.import_module("specformer.protocol")
-    conventions = _conventions_block(module)
+    conventions = _conventions_block(protocol.FAMILIES[family], module)
     body = [
         "    # What this implementation supports; rows outside it are not applicable at once, and",
         "    # inside it every example must be answered (raising NotApplicable there is an error).",
@@ -114,10 +114,12 @@ def _capabilities(family: str, module: Any) -> list[str]:
             "        operations=None,",
             "        dtypes=frozenset({\"float32\", \"float64\"}),",
             "        devices=frozenset({\"cpu\"}),",
-            "        conventions={",
-            *(["        # the family's conventions; a name left out means every value:"] if conventions else []),
-            *[line.replace("    #     ", "        # ", 1) for line in conventions],
-            "        },",
+            *([
+                "        conventions={",
+                "            # the family's conventions: uncomment to restrict; a name left out means every value",
+                *[line.replace("    #     ", "            # ", 1) for line in conventions],
+                "        },",
+            ] if conventions else ["        conventions={},  # the family registers no named convention"]),
             "    )",
         ]
     else:  # a protocol without declared capabilities: the declaration stays a comment

@@ -37,7 +37,7 @@ import torch
 
 from specformer import wire
 from specformer.loading import ImplementationLoadError, load_implementation
-from specformer.protocol import NotApplicable, provided_operations
+from specformer.protocol import CapabilityError, NotApplicable, declared_capabilities, provided_operations
 
 #: Longest message kept from an exception raised by the implementation.
 MAX_MESSAGE = 2000
@@ -262,15 +262,22 @@ def load(spec: str) -> tuple[Any, dict[str, Any]]:
         else:
             message = safe_str(exc) if isinstance(exc, ImplementationLoadError) else f"{type(exc).__name__}: {safe_str(exc)}"
         return None, {"status": "load-error", "message": message}
-    return loaded.obj, {"status": "loaded", "name": safe_str(loaded.name, 200),
-                        "operations": sorted(provided_operations(loaded.obj))}
+    try:
+        capabilities = declared_capabilities(loaded.obj)
+        operations = sorted(provided_operations(loaded.obj))
+    except BaseException as exc:  # noqa: BLE001 - a malformed declaration, or one whose property raises
+        what = safe_str(exc) if isinstance(exc, CapabilityError) else f"{type(exc).__name__}: {safe_str(exc)}"
+        return None, {"status": "load-error", "message": f"its capability declaration is malformed: {what}"}
+    return loaded.obj, {"status": "loaded", "name": safe_str(loaded.name, 200), "operations": operations,
+                        "capabilities": capabilities.to_plain() if capabilities is not None else None}
 
 
 def _answer(reply: dict[str, Any]) -> bytes:
     try:
         return wire.encode(reply)
     except BaseException as exc:  # noqa: BLE001 - a value whose iteration raises
-        return wire.encode({"status": "unencodable", "message": f"{type(exc).__name__}: {safe_str(exc, 300)}"})
+        return wire.encode({"status": "unencodable", "message": f"{type(exc).__name__}: {safe_str(exc, 300)}",
+                            "id": reply.get("id")})
 
 
 # -- the process -------------------------------------------------------------------------
@@ -322,7 +329,9 @@ def main(channel: int, output: int, spec: str, threads: int = 1, memory_mib: int
             return
         if request.get("op") == "stop":
             return
-        conn.send_bytes(_answer(call(impl, request)))
+        reply = call(impl, request)
+        reply["id"] = request.get("id")  # the checker takes only the answer to the request it sent
+        conn.send_bytes(_answer(reply))
 
 
 def run_locally(impl: Any, request: dict[str, Any]) -> Any:
