@@ -203,3 +203,21 @@ def test_replay_names_the_failing_rows_when_the_row_is_unknown(tmp_path: Path) -
     assert choose_row(report, "float32")["dtype"] == "float32"
     with pytest.raises(ReplayError, match="1. attention.scaled-dot-product"):
         choose_row(report, "nothing like it")
+
+
+def test_a_cut_row_of_a_property_that_draws_inside_its_body_is_a_failure_not_a_flaky_error() -> None:
+    example = load_implementation(str(Path(__file__).resolve().parent.parent / "examples" / "attention.py")).obj
+
+    class Buggy(type(example)):  # type: ignore[misc]
+        name = "buggy"
+
+        def attention(self, q, k, v, mask=None, *, causal=False, need_weights=True):  # type: ignore[no-untyped-def]
+            return DividesByDK().attention(q, k, v, mask)
+
+    qualname = "multihead.with_any_d_v_the_output_matches_the_formula_and_w_o_has_h_d_v_rows"
+    prop = load_properties()[qualname]
+    with bounded_shrinking(prop, "ci") as budget:
+        row = run_row(qualname, Buggy(), "float64")
+    describe_failure(row, prop, budget)
+    assert row.outcome == "fail", row.message
+    assert "Flaky" not in row.message
