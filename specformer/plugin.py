@@ -620,7 +620,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for line, markup in summary_lines(state.rows, impls, complete(state, exitstatus), state.expected_rows,
                                       families=families or None, math_left_out=left_out,
                                       family_operations={name: [op.method for op in family.operations]
-                                                         for name, family in FAMILIES.items()}):
+                                                         for name, family in FAMILIES.items()},
+                                      report=state.option("specformer_report")):
         tr.write_line(line, **markup)
     if state.option("specformer_strict_deviations"):  # the failures the entries hid, shown
         for line in deviations.hidden_lines(state.rows):

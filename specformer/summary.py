@@ -274,7 +274,8 @@ def row_label(row: Mapping[str, Any]) -> str:
     return f"{row.get('implementation')}/{row.get('device')}/{row.get('dtype')}"
 
 
-def failure_block(row: Mapping[str, Any], also: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+def failure_block(row: Mapping[str, Any], also: Sequence[Mapping[str, Any]] = (),
+                  report: str | None = None) -> list[str]:
     """The lines that show one row that did not end as expected (see the module doc).
 
     ``also``: rows with the same failure on other devices or dtypes, shown in the same block.
@@ -300,6 +301,11 @@ def failure_block(row: Mapping[str, Any], also: Sequence[Mapping[str, Any]] = ()
         lines.append(f"  seed: {row['seed']}")
     if row.get("reproduce"):
         lines.append(f"  reproduce: {row['reproduce']}")
+    if report and row.get("outcome") in ("fail", "error") and row.get("implementation") != "math":
+        import shlex
+
+        label = f"{row.get('property')}[{row.get('implementation')}/{row.get('device')}/{row.get('dtype')}]"
+        lines.append(f"  its inputs, for your REPL: specformer replay {shlex.quote(report)} {shlex.quote(label)}")
     return lines
 
 
@@ -353,7 +359,7 @@ def _provides_line(impl: Mapping[str, Any], families: Iterable[str] | None,
 def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str, Any]], done: bool,
                   expected_rows: int | None, families: Iterable[str] | None = None,
                   math_left_out: int = 0, family_operations: Mapping[str, Sequence[str]] | None = None,
-                  ) -> list[tuple[str, dict[str, bool]]]:
+                  report: str | None = None) -> list[tuple[str, dict[str, bool]]]:
     """The summary of a run as ``(line, markup)`` pairs (markup: pytest's ``red``, ``green``, ``bold``...).
 
     ``families``: the families the selection touched (lines about the others are left out);
@@ -384,7 +390,7 @@ def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str
                 if len(groups) < len(bad_rows) else "")
         out += [("", {}), (f"{len(bad_rows)} rows did not end as expected{same}:", {"red": True, "bold": True})]
         for group in groups:
-            out += [("", {}), *((line, {}) for line in failure_block(group[0], group[1:]))]
+            out += [("", {}), *((line, {}) for line in failure_block(group[0], group[1:], report))]
     fixed = fixed_lines(rows)
     if fixed:
         out += [("", {}), (f"{len(fixed)} listed deviations no longer deviate; remove their entries from the "
