@@ -394,6 +394,9 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
                    "-W", "ignore::pytest.PytestAssertRewriteWarning",
                    # one summary, specformer's: pytest's own sections and its count line are left out
                    "-v" if args.verbose else "-qq", "--no-summary", "--no-header", "--tb=no",
+                   # the properties' assertions carry their own messages; pytest's rewriting adds
+                   # "+ where <built-in method ...>" lines to them
+                   "--assert=plain",
                    "--device", args.device, "--profile", args.profile, "--report", str(report_path),
                    "--row-timeout", str(args.row_timeout), "--threads", str(args.threads),
                    "--memory-limit", str(args.memory_limit)]
@@ -538,7 +541,56 @@ def build_parser() -> argparse.ArgumentParser:
     from specformer.site.command import add_parser
 
     add_parser(sub)
+    _add_new_parser(sub)
+    _add_replay_parser(sub)
     return parser
+
+
+def _add_replay_parser(sub: Any) -> None:
+    replay = sub.add_parser("replay", help="save a failing row's inputs and print the Python that calls it",
+                            description="Run a failing row of a report again, save the inputs of its failing "
+                                        "example (torch.save) and print a few lines of Python that load them "
+                                        "and call the implementation.")
+    replay.add_argument("report", metavar="REPORT", help="a report written by `specformer run`")
+    replay.add_argument("row", metavar="ROW", help="the failing row: its number among the report's failing rows "
+                                                   "(from 1), or text of 'claim property[impl/device/dtype]'")
+    replay.add_argument("-o", "--output", default="replay", metavar="DIR", help="where to save (default: replay)")
+    replay.add_argument("--row-timeout", type=float, default=120.0, metavar="SECONDS")
+
+
+#: The families of the protocol, without importing it (``specformer new`` checks this list against it).
+FAMILY_NAMES = ("attention", "positions", "blocks", "tokenization", "embeddings")
+
+
+def _add_new_parser(sub: Any) -> None:
+    new = sub.add_parser("new", help="write a skeleton adapter for a family, to fill in",
+                         description="Write a commented skeleton adapter: every operation of the family's "
+                                     "protocol with its signature and documentation, each marked "
+                                     "@not_implemented (not provided) until you write it.")
+    new.add_argument("family", choices=FAMILY_NAMES, help="the family whose operations to write")
+    new.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: print it); an existing "
+                                                           "file is not overwritten")
+
+
+def _new(args: argparse.Namespace) -> int:
+    """``specformer new FAMILY [-o FILE]``."""
+    from specformer.skeleton import skeleton
+
+    text = skeleton(args.family)
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    path = Path(args.output)
+    if path.exists():
+        return _usage(f"{args.output!r} exists; give another file name (nothing was written)")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        return _usage(f"cannot write {args.output!r}: {exc.strerror or exc}")
+    print(f"wrote {path}: an adapter for the {args.family} family, every operation marked @not_implemented")
+    print(f"write the ones you provide (remove their marker), then: specformer run --impl {path}")
+    return 0
 
 
 def _claim_error() -> type[Exception]:
@@ -560,6 +612,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _claims(args)
         if args.command == "merge":
             return _merge(args)
+        if args.command == "new":
+            return _new(args)
+        if args.command == "replay":
+            from specformer.replay import main as replay
+
+            return replay(args)
         if args.command == "site":
             from specformer.site.command import run_site
 

@@ -138,6 +138,13 @@ def load_implementation(spec: str) -> LoadedImplementation:
                                       f"{exc if isinstance(exc, CapabilityError) else f'{type(exc).__name__}: {exc}'}"
                                       ) from exc
     if not provided_operations(obj):
+        from specformer.skeleton import is_skeleton
+
+        unwritten = sorted(op for op in OPERATIONS if is_skeleton(getattr(obj, op, None)))
+        if unwritten:
+            raise ImplementationLoadError(
+                f"--impl {spec!r}: every operation of {type(obj).__name__} is still marked @not_implemented "
+                f"({', '.join(unwritten)}); write at least one and remove its marker")
         raise ImplementationLoadError(
             f"--impl {spec!r}: {type(obj).__name__} provides none of the operations {sorted(OPERATIONS)}"
             + _existing(obj, None, "its methods are", OPERATIONS)

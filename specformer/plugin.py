@@ -78,10 +78,6 @@ class SuiteState:
         self._threads: int | None = None
         self._deviations: tuple[list[deviations.Deviation], list[deviations.Deviation]] | None = None
         self._selectors: list[dict[str, Any]] | None | bool = False
-        #: selected properties that call no implementation, left out of a user's run (see math_rows)
-        self.math_left_out: set[str] = set()
-        #: properties whose rows a selected family's implementations cannot run (for the summary)
-        self.selected_families: set[str] = set()
 
     @property
     def row_selectors(self) -> list[dict[str, Any]] | None:
@@ -238,7 +234,6 @@ class SuiteState:
         """The ``(implementation or None for math, device, dtype)`` rows of a selected property."""
         wanted_dtypes = self.option("specformer_dtype")
         if not prop.needs and not self.math_rows:
-            self.math_left_out.add(prop.qualname)
             return
         if prop.needs:
             family_ops = {op.method for op in FAMILIES[prop.family].operations} if prop.family in FAMILIES else set()
@@ -430,7 +425,6 @@ class PropertyFile(pytest.File):
         for prop in [p for p in REGISTRY.values() if p.module == topic and p.family == family]:
             if not state.selected(prop):
                 continue
-            state.selected_families.add(prop.family)
             for impl, device, dtype in state.rows_for(prop):
                 name = impl["name"] if impl else MATH
                 yield PropertyItem.from_parent(self, name=f"{prop.name}[{name}-{device}-{dtype}]",
@@ -453,8 +447,10 @@ def bounded_shrinking(prop: Property, profile: str) -> Iterator[ShrinkBudget]:
 def describe_failure(row: RowResult, prop: Property, budget: ShrinkBudget) -> None:
     """Say so when the budget cut the shrinking; show the smallest failing example's arguments as Python."""
     if budget.cut and "(not shrunk:" in row.message:
-        row.message = row.message.split(" (not shrunk:", 1)[0] + (
-            f" (shrinking stopped at the profile's budget of {budget.limit} examples)")
+        found = budget.failing_message or row.message.split(" (not shrunk:", 1)[0]
+        if row.outcome == "error" and not found.startswith(row.implementation):
+            found = row.message.split(" (not shrunk:", 1)[0]  # the runner's wording of the error
+        row.message = f"{found} (shrinking stopped at the profile's budget of {budget.limit} examples)"
     if budget.failing is not None and not row.as_expected and row.outcome in ("fail", "error"):
         rendered = render_call(prop.name, budget.failing[1])
         if rendered is not None:
@@ -650,9 +646,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tr = terminalreporter
     tr.section("specformer summary")
     impls = state.implementations if state._impls is not None else []
-    families = {str(r.get("family")) for r in state.rows if r.get("family")} | state.selected_families
+    # computed here from the registry, not at collection: xdist's controller collects nothing
+    selected = [p for p in load_properties().values() if state.selected(p)]
+    families = {str(r.get("family")) for r in state.rows if r.get("family")} | {p.family for p in selected}
+    left_out = 0 if state.math_rows else sum(not p.needs for p in selected)
     for line, markup in summary_lines(state.rows, impls, complete(state, exitstatus), state.expected_rows,
-                                      families=families or None, math_left_out=len(state.math_left_out)):
+                                      families=families or None, math_left_out=left_out,
+                                      family_operations={name: [op.method for op in family.operations]
+                                                         for name, family in FAMILIES.items()},
+                                      report=state.option("specformer_report")):
         tr.write_line(line, **markup)
     if state.option("specformer_strict_deviations"):  # the failures the entries hid, shown
         for line in deviations.hidden_lines(state.rows):

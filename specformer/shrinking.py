@@ -45,6 +45,12 @@ class ShrinkBudget:
         #: called before each example; its value at the last failing example is kept in ``failing_mark``
         self.mark: Callable[[], Any] = lambda: None
         self.failing_mark: Any = None
+        #: the message of the last failing example (the smallest found)
+        self.failing_message = ""
+
+    def _cut(self) -> None:
+        self.cut = True
+        raise ShrinkingCut(f"shrinking stopped after {self.limit} smaller examples (the profile's budget)")
 
     def wrap(self, inner: Callable[..., Any]) -> Callable[..., Any]:
         """``inner`` with the count and the record (module doc)."""
@@ -52,17 +58,24 @@ class ShrinkBudget:
 
         @functools.wraps(inner)
         def budgeted(*args: Any, **kwargs: Any) -> Any:
+            over = False
             if self.failing is not None:
                 self.after_failure += 1
-                if self.limit is not None and self.after_failure > self.limit:
-                    self.cut = True
-                    raise ShrinkingCut(f"shrinking stopped after {self.limit} smaller examples (the profile's budget)")
+                over = self.limit is not None and self.after_failure > self.limit
+            # The example runs to its end before the cut: stopping it before its draws would
+            # make Hypothesis see a test that draws differently (FlakyStrategyDefinition).
             mark = self.mark()
             try:
-                return inner(*args, **kwargs)
-            except failures:
+                result = inner(*args, **kwargs)
+            except failures as exc:
                 self.failing, self.failing_mark = (args, kwargs), (mark, self.mark())
+                self.failing_message = str(exc).strip() or type(exc).__name__
+                if over:
+                    self._cut()
                 raise
+            if over:
+                self._cut()
+            return result
 
         return budgeted
 

@@ -135,7 +135,7 @@ def render_tensor(t: Any) -> str:
                 f"dtype=torch.float64) * 2 - 1) * {bound!r})")
     try:
         flat = t.detach().cpu().flatten()[:SHOWN_ENTRIES].tolist()
-        shown = ", ".join(_number(v) for v in flat)
+        shown = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in flat)  # a glimpse, not a copy
     except Exception:  # noqa: BLE001
         shown = "?"
     return f"<tensor shape {shape} {dtype}: {shown}, ...>"
@@ -274,7 +274,8 @@ def row_label(row: Mapping[str, Any]) -> str:
     return f"{row.get('implementation')}/{row.get('device')}/{row.get('dtype')}"
 
 
-def failure_block(row: Mapping[str, Any], also: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+def failure_block(row: Mapping[str, Any], also: Sequence[Mapping[str, Any]] = (),
+                  report: str | None = None) -> list[str]:
     """The lines that show one row that did not end as expected (see the module doc).
 
     ``also``: rows with the same failure on other devices or dtypes, shown in the same block.
@@ -300,6 +301,11 @@ def failure_block(row: Mapping[str, Any], also: Sequence[Mapping[str, Any]] = ()
         lines.append(f"  seed: {row['seed']}")
     if row.get("reproduce"):
         lines.append(f"  reproduce: {row['reproduce']}")
+    if report and row.get("outcome") in ("fail", "error") and row.get("implementation") != "math":
+        import shlex
+
+        label = f"{row.get('property')}[{row.get('implementation')}/{row.get('device')}/{row.get('dtype')}]"
+        lines.append(f"  its inputs, for your REPL: specformer replay {shlex.quote(report)} {shlex.quote(label)}")
     return lines
 
 
@@ -330,19 +336,30 @@ def _counts(rows: Iterable[Mapping[str, Any]]) -> str:
     return ", ".join(f"{n} {o}" for o, n in sorted(Counter(str(r["outcome"]) for r in rows).items()))
 
 
-def _provides_line(impl: Mapping[str, Any], families: Iterable[str] | None) -> str | None:
-    """One line naming the selected families an implementation provides nothing of."""
+def _provides_line(impl: Mapping[str, Any], families: Iterable[str] | None,
+                   family_operations: Mapping[str, Sequence[str]] | None = None,
+                   whole_families: bool = True) -> str | None:
+    """One line naming what an implementation does not provide, of the families the run selected.
+
+    ``whole_families=False`` (a run of several implementations) leaves out the families it
+    provides nothing of: the other implementations are there for them.
+    """
     omitted = [f for f in impl.get("omitted_families", []) if families is None or f in families]
-    if not omitted:
+    provided = set(impl.get("operations", []))
+    partly = []
+    for family, ops in sorted((family_operations or {}).items()):
+        if (families is None or family in families) and family not in omitted:
+            partly += [op for op in ops if op not in provided]
+    parts = partly + [f"the {family} family" for family in omitted if whole_families]
+    if not parts:
         return None
-    if families is not None and set(omitted) >= set(families):
-        return f"  –   {impl['name']} provides no operation of the selected families ({', '.join(omitted)}): no rows"
-    return f"  –   {impl['name']} provides no operation of: {', '.join(omitted)} (no rows for them)"
+    return f"  –   {impl['name']} does not provide: {', '.join(parts)} (its rows are not applicable or absent)"
 
 
 def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str, Any]], done: bool,
                   expected_rows: int | None, families: Iterable[str] | None = None,
-                  math_left_out: int = 0) -> list[tuple[str, dict[str, bool]]]:
+                  math_left_out: int = 0, family_operations: Mapping[str, Sequence[str]] | None = None,
+                  report: str | None = None) -> list[tuple[str, dict[str, bool]]]:
     """The summary of a run as ``(line, markup)`` pairs (markup: pytest's ``red``, ``green``, ``bold``...).
 
     ``families``: the families the selection touched (lines about the others are left out);
@@ -359,7 +376,8 @@ def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str
     for impl in impls:
         if impl["status"] != "loaded":
             out.append((f"FAIL  implementation {impl['spec']!r} could not be loaded: {impl['message']}", {"red": True}))
-        line = _provides_line(impl, families) if impl["status"] == "loaded" else None
+        line = (_provides_line(impl, families, family_operations, whole_families=len(impls) == 1)
+                if impl["status"] == "loaded" else None)
         if line:
             out.append((line, {}))
     if math_left_out:
@@ -372,7 +390,7 @@ def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str
                 if len(groups) < len(bad_rows) else "")
         out += [("", {}), (f"{len(bad_rows)} rows did not end as expected{same}:", {"red": True, "bold": True})]
         for group in groups:
-            out += [("", {}), *((line, {}) for line in failure_block(group[0], group[1:]))]
+            out += [("", {}), *((line, {}) for line in failure_block(group[0], group[1:], report))]
     fixed = fixed_lines(rows)
     if fixed:
         out += [("", {}), (f"{len(fixed)} listed deviations no longer deviate; remove their entries from the "

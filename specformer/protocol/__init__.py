@@ -89,8 +89,12 @@ def family_of_operation(name: str) -> str:
 
 def provided_operations(impl: object) -> frozenset[str]:
     """The operations an implementation provides: callable attributes of that name, narrowed
-    to ``capabilities.operations`` when it declares them."""
-    found = frozenset(name for name, op in OPERATIONS.items() if callable(getattr(impl, op.method, None)))
+    to ``capabilities.operations`` when it declares them. A method still marked as a
+    skeleton's (:func:`specformer.skeleton.not_implemented`) is not provided."""
+    from specformer.skeleton import is_skeleton
+
+    found = frozenset(name for name, op in OPERATIONS.items()
+                      if callable(method := getattr(impl, op.method, None)) and not is_skeleton(method))
     capabilities = getattr(impl, "capabilities", None)
     declared_ops = getattr(capabilities, "operations", None) if isinstance(capabilities, Capabilities) else None
     return found & declared_ops if declared_ops is not None else found

@@ -1,0 +1,162 @@
+"""``specformer replay REPORT ROW``: a failing row's inputs, saved for the user's own REPL.
+
+The report keeps a failing row's counterexample as text. To debug an implementation one
+wants the very tensors it was called with. :func:`replay` runs the row again (same
+property, implementation, device, dtype, profile and seed, so Hypothesis draws the same
+examples and shrinks them the same way, :mod:`specformer.shrinking` included), records
+every call the property makes to the implementation, keeps the calls of the failing
+example, and writes them with ``torch.save``. It prints a few lines of Python that load
+the file and call the implementation with those inputs.
+
+The implementation runs in a worker, as in ``specformer run``; the saved inputs are the
+checker's copies, exactly what was sent. This module re-runs one row; it changes no report.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+
+class ReplayError(ValueError):
+    """The report or the row named cannot be replayed (a usage error)."""
+
+
+class RecordingBackend:
+    """A backend that keeps every request it forwards, grouped by example."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.examples: list[list[dict[str, Any]]] = [[]]
+
+    def new_example(self) -> int:
+        """Start recording a new example; its index."""
+        self.examples.append([])
+        return len(self.examples) - 1
+
+    def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
+        self.examples[-1].append({"method": request.get("method"), "args": request.get("args", ()),
+                                  "kwargs": {**request.get("kwargs", {}), **request.get("optional", {})},
+                                  "optional": sorted(request.get("optional", {}))})
+        return self.inner.call(request, what, deadline)
+
+
+def row_label(row: Mapping[str, Any]) -> str:
+    """``property[implementation/device/dtype]``: how ``replay`` names a row."""
+    return f"{row.get('property')}[{row.get('implementation')}/{row.get('device')}/{row.get('dtype')}]"
+
+
+def choose_row(report: Mapping[str, Any], wanted: str) -> dict[str, Any]:
+    """The failing row of ``report`` that ``wanted`` names: its number in the list of failing rows
+    (from 1), or text found in ``claim property[implementation/device/dtype]``."""
+    failing = [r for r in report.get("rows", []) if isinstance(r, dict) and not r.get("as_expected", True)]
+    if not failing:
+        raise ReplayError("every row of the report ended as expected; there is nothing to replay")
+    listing = "\n".join(f"  {i}. {r.get('claim')} {row_label(r)}: {r.get('outcome')}"
+                        for i, r in enumerate(failing, start=1))
+    if wanted.isdigit():
+        index = int(wanted)
+        if not 1 <= index <= len(failing):
+            raise ReplayError(f"row {index}: the report has {len(failing)} failing rows:\n{listing}")
+        return failing[index - 1]
+    matches = [r for r in failing if wanted in f"{r.get('claim')} {row_label(r)}"]
+    if not matches:
+        raise ReplayError(f"no failing row matches {wanted!r}; the failing rows:\n{listing}")
+    return matches[0]
+
+
+def _file_name(row: Mapping[str, Any]) -> str:
+    return re.sub(r"[^\w.-]+", "-", f"{row.get('property')}-{row.get('implementation')}-{row.get('device')}-"
+                                    f"{row.get('dtype')}").strip("-") + ".pt"
+
+
+def snippet(path: Path, spec: str, calls: Sequence[Mapping[str, Any]]) -> str:
+    """The Python that loads the saved inputs and calls the implementation."""
+    last = calls[-1]
+    args = ", ".join(["*call['args']"] + (["**call['kwargs']"] if last["kwargs"] else []))
+    return "\n".join([
+        "import torch",
+        "from specformer.loading import load_implementation",
+        f"impl = load_implementation({spec!r}).obj",
+        f"saved = torch.load({str(path)!r}, weights_only=False)",
+        f"call = saved['calls'][-1]  # the last of the failing example's {len(calls)} call(s): {last['method']}",
+        f"result = impl.{last['method']}({args})",
+    ])
+
+
+def replay(report_path: str, wanted: str, out_dir: str, row_timeout: float = 120.0) -> int:
+    """Re-run the row, save the failing example's calls, print how to load them (module doc); an exit code."""
+    import torch
+
+    from specformer import selection
+    from specformer.context import WorkerBackend
+    from specformer.plugin import bounded_shrinking, describe_failure
+    from specformer.property import load_properties
+    from specformer.runner import MATH, run_property
+    from specformer.supervisor import WorkerPool, WorkerSettings
+
+    try:
+        report = selection.read_report(report_path)
+    except selection.SelectionError as exc:
+        raise ReplayError(str(exc).replace("--failed", "replay")) from None
+    row = choose_row(report, wanted)
+    specs = {str(i.get("name")): str(i.get("spec") or i.get("name")) for i in report.get("implementations") or []
+             if isinstance(i, dict)}
+    spec = specs.get(str(row.get("implementation")), str(row.get("implementation")))
+    if spec == MATH:
+        raise ReplayError(f"{row_label(row)} calls no implementation: there are no inputs to save; rerun it with "
+                          f"{row.get('reproduce') or 'its reproduce command'}")
+    props = load_properties()
+    prop = props.get(str(row.get("property")))
+    if prop is None:
+        raise ReplayError(f"the report's property {row.get('property')!r} is not in this version of the suite")
+    profile = str((report.get("environment") or {}).get("profile") or "ci")
+    print(f"replaying {row.get('claim')} {row_label(row)} ({row.get('outcome')} in the report)", flush=True)
+    pool = WorkerPool(WorkerSettings())
+    try:
+        answer = pool.load(spec, row_timeout)
+        if answer.get("status") != "loaded":
+            raise ReplayError(f"{spec!r} could not be loaded: {answer.get('message', '')}")
+        backend = RecordingBackend(WorkerBackend(pool, spec))
+        with bounded_shrinking(prop, profile) as budget:
+            budget.mark = backend.new_example
+            result = run_property(prop, backend, str(answer.get("name") or spec), spec, str(row.get("device")),
+                                  str(row.get("dtype")), profile, row_timeout,
+                                  frozenset(str(op) for op in answer.get("operations", [])), seed=row.get("seed"))
+    finally:
+        pool.close()
+    describe_failure(result, prop, budget)
+    if budget.failing_mark is None:
+        print(f"the row ended {result.outcome} this time, with no failing call to save: {result.message}")
+        return 1
+    calls = backend.examples[budget.failing_mark[0]]
+    if not calls:
+        print(f"the failing example made no call to the implementation ({result.outcome}: {result.message})")
+        return 1
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / _file_name(row)
+    torch.save({"claim": row.get("claim"), "property": row.get("property"), "implementation": spec,
+                "device": row.get("device"), "dtype": row.get("dtype"), "message": result.message,
+                "calls": [{"method": c["method"], "args": tuple(c["args"]), "kwargs": dict(c["kwargs"])}
+                          for c in calls]}, path)
+    print(f"{result.outcome}: {result.message}")
+    print(f"\nsaved the {len(calls)} call(s) of the failing example to {path}; in Python:\n")
+    print(snippet(path, spec, calls))
+    print("\n# the inputs are on the CPU in the row's dtype; the suite moves them to "
+          f"{row.get('device')} before calling (saved['device'])")
+    return 0
+
+
+def main(args: Any) -> int:
+    """``specformer replay REPORT ROW [-o DIR]`` (see :func:`replay`)."""
+    try:
+        return replay(args.report, args.row, args.output, args.row_timeout)
+    except ReplayError as exc:
+        print(f"specformer: error: {exc}", file=sys.stderr)
+        return 2
+
+
+__all__ = ["ReplayError", "choose_row", "main", "replay"]

@@ -1,0 +1,223 @@
+"""What a user reads: the summary, counterexamples, errors that point at their code, the fast commands.
+
+Each test here can fail: the grouping must merge the same failure across dtypes and
+keep different failures apart; a signature mismatch must name the user's file, not the
+harness's; the static property index must agree with the imported registry; shrinking
+must stop at the budget and say so; ``replay`` must save inputs that reproduce the failure.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import run_row
+from specformer.cli import build_parser, main
+from specformer.loading import ImplementationLoadError, load_implementation
+from specformer.plugin import bounded_shrinking, describe_failure
+from specformer.property import load_properties
+from specformer.property_index import static_properties
+from specformer.protocol import AttentionOutput
+from specformer.summary import grouped_failures, render_call, render_value, shorten_tensors, summary_lines
+
+FORMULA = "attention.output_matches_the_formula"
+
+
+def _row(dtype: str, message: str, prop: str = FORMULA, outcome: str = "fail") -> dict:
+    return {"claim": "attention.scaled-dot-product", "property": prop, "implementation": "mine", "device": "cpu",
+            "dtype": dtype, "outcome": outcome, "as_expected": False, "message": message, "family": "attention"}
+
+
+# -- the summary ---------------------------------------------------------------------------
+
+
+def test_the_same_failure_on_two_dtypes_is_one_block_and_different_failures_stay_apart() -> None:
+    rows = [_row("float32", "attention output: 3 of 3 entries out of tolerance; got 0.12, expected 0.5"),
+            _row("float64", "attention output: 2 of 3 entries out of tolerance; got 0.125, expected 0.51"),
+            _row("float64", "attention weights: NaN at index (0, 1)")]
+    groups = grouped_failures(rows)
+    assert [len(g) for g in groups] == [2, 1]
+    text = "\n".join(line for line, _ in summary_lines(rows, [], True, 3))
+    assert "3 rows did not end as expected (2 distinct failures)" in text
+    assert "implementation: mine on cpu/float32, cpu/float64" in text
+    assert text.count("FAIL  attention.scaled-dot-product\n") == 2
+
+
+def test_the_summary_names_only_the_selected_families_in_one_line() -> None:
+    impl = {"name": "mine", "spec": "mine.py", "status": "loaded", "operations": ["attention"],
+            "omitted_families": ["blocks", "embeddings", "positions", "tokenization"]}
+    ops = {"attention": ["attention", "multihead_attention", "score"], "blocks": ["layer_norm"]}
+    lines = [line for line, _ in summary_lines([], [impl], True, 0, families=["attention"], family_operations=ops)]
+    provides = [line for line in lines if "does not provide" in line]
+    assert provides == ["  –   mine does not provide: multihead_attention, score (its rows are not applicable or absent)"]
+    assert not any("blocks" in line for line in lines)
+
+
+def test_a_load_failure_says_so_in_the_verdict() -> None:
+    impl = {"name": "x.py", "spec": "x.py", "status": "load-error", "message": "it defines Mine",
+            "operations": [], "omitted_families": []}
+    lines = [line for line, _ in summary_lines([], [impl], True, 0)]
+    assert "it defines Mine" in lines[0] and "x.py could not be loaded" in lines[-1]
+
+
+# -- counterexamples and tensors -----------------------------------------------------------
+
+
+def test_small_tensors_render_as_python_that_evaluates_to_the_same_values() -> None:
+    for t in (torch.tensor([[0.1, -2.5], [3.0, 1e-8]], dtype=torch.float64), torch.randn(2, 3),
+              torch.tensor([1, 2, 3]), torch.tensor([True, False]), torch.zeros(0, 2)):
+        text = render_value(t)
+        back = eval(text, {"torch": torch})  # noqa: S307 - our own rendering
+        assert back.dtype == t.dtype and back.shape == t.shape and torch.equal(back, t), text
+
+
+def test_seeded_tensors_render_as_the_expression_that_draws_them() -> None:
+    from specformer.properties.strategies import _seeded
+
+    t = _seeded((3, 4, 5), 2.0, 7)
+    text = render_value(t)
+    assert "manual_seed(7)" in text and "(3, 4, 5)" in text
+    assert torch.equal(eval(text, {"torch": torch}), t)  # noqa: S307
+
+
+def test_large_tensors_show_shape_dtype_and_first_values() -> None:
+    text = render_value(torch.arange(100, dtype=torch.float32).reshape(4, 25))
+    assert text.startswith("<tensor shape (4, 25) float32: 0, 1, 2, 3, 4, 5, ...>")
+    assert render_call("p", {"ctx": object(), "n": 3}) is None  # an object it cannot write: None
+    message = "got " + str(torch.arange(60.0).reshape(3, 4, 5)) + " back"
+    short = shorten_tensors(message)
+    assert "shape (3, 4, 5)" in short and len(short) < 120 and short.endswith(" back")
+
+
+# -- errors that point at the user's code --------------------------------------------------
+
+
+WRONG = '''
+import torch
+
+class Mine:
+    name = "mine"
+
+    def positional_encoding(self, kind, positions, d_model):
+        raise RuntimeError("never reached: the call itself fails")
+
+    def multihead_attention(self, query, key, value, params, mask=None):
+        return query * params.heads
+
+implementation = Mine
+'''
+
+
+def test_a_signature_mismatch_names_the_operation_the_keyword_and_the_users_file(tmp_path: Path) -> None:
+    path = tmp_path / "wrong.py"
+    path.write_text(WRONG, encoding="utf-8")
+    impl = load_implementation(str(path)).obj
+    row = run_row("sinusoidal.encodings_match_the_formula", impl)
+    assert row.outcome == "error"
+    assert "positional_encoding() does not accept" in row.message and "dtype" in row.message
+    assert f"{path}:7" in row.message and "worker.py" not in row.message
+
+
+def test_a_wrong_field_of_the_parameters_lists_the_fields_with_a_guess(tmp_path: Path) -> None:
+    path = tmp_path / "wrong.py"
+    path.write_text(WRONG, encoding="utf-8")
+    impl = load_implementation(str(path)).obj
+    row = run_row("multihead.output_is_the_concatenation_of_the_heads_times_w_o", impl)
+    assert row.outcome == "error"
+    assert "has the fields w_q, w_k, w_v, w_o, h" in row.message and "did you mean 'h'" in row.message
+    assert f"{path}:11" in row.message
+
+
+def test_a_misspelt_operation_is_named_in_the_load_error(tmp_path: Path) -> None:
+    path = tmp_path / "typo.py"
+    path.write_text("class Mine:\n    name = 'm'\n    def atention(self, q, k, v, mask=None):\n        return q\n"
+                    "implementation = Mine\n", encoding="utf-8")
+    with pytest.raises(ImplementationLoadError, match="its methods are atention; did you mean 'attention'"):
+        load_implementation(str(path))
+
+
+# -- bounded shrinking ---------------------------------------------------------------------
+
+
+class DividesByDK:
+    """Scores divided by ``d_k`` instead of ``sqrt(d_k)``."""
+
+    name = "divides-by-d-k"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):  # type: ignore[no-untyped-def]
+        scores = q @ k.transpose(-2, -1) / q.shape[-1]
+        if mask is not None:
+            scores = scores.masked_fill(~mask, -math.inf)
+        weights = scores.softmax(-1)
+        return AttentionOutput(weights @ v, weights)
+
+
+def test_shrinking_stops_at_the_budget_and_the_row_says_so() -> None:
+    prop = load_properties()[FORMULA]
+    with bounded_shrinking(prop, "ci") as budget:
+        row = run_row(FORMULA, DividesByDK(), "float64")
+    describe_failure(row, prop, budget)
+    assert row.outcome == "fail" and budget.limit == 20
+    assert budget.after_failure <= budget.limit + 1
+    if budget.cut:
+        assert "shrinking stopped at the profile's budget of 20 examples" in row.message
+    assert row.counterexample and row.counterexample.startswith("output_matches_the_formula(")
+    assert "torch.tensor(" in row.counterexample or "manual_seed" in row.counterexample
+
+
+# -- the fast commands ---------------------------------------------------------------------
+
+
+def test_the_static_property_index_agrees_with_the_imported_registry() -> None:
+    static, imported = static_properties(), load_properties()
+    assert static is not None and set(static) == set(imported)
+    for name, prop in imported.items():
+        assert (static[name].claim, static[name].expect, static[name].needs, static[name].family) == \
+            (prop.claim, prop.expect, prop.needs, prop.family), name
+
+
+def test_claims_with_an_unknown_topic_is_a_usage_error_like_run(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["claims", "--topic", "rotary"]) == 2
+    assert "--topic 'rotary' is not a topic" in capsys.readouterr().err
+
+
+def test_help_is_plain_text_and_imports_neither_torch_nor_hypothesis() -> None:
+    text = build_parser().format_help()
+    assert "``" not in text and ":data:" not in text and "specformer new" in text
+    code = ("import sys\nfrom specformer.cli import main\ntry:\n    main(['claims'])\nexcept SystemExit:\n    pass\n"
+            "print('torch' in sys.modules, 'hypothesis' in sys.modules, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stderr.strip().splitlines()[-1] == "False False", done.stderr
+
+
+def test_replay_names_the_failing_rows_when_the_row_is_unknown(tmp_path: Path) -> None:
+    from specformer.replay import ReplayError, choose_row
+
+    report = {"rows": [_row("float32", "bad"), {**_row("float64", "ok"), "as_expected": True}]}
+    assert choose_row(report, "1")["dtype"] == "float32"
+    assert choose_row(report, "float32")["dtype"] == "float32"
+    with pytest.raises(ReplayError, match="1. attention.scaled-dot-product"):
+        choose_row(report, "nothing like it")
+
+
+def test_a_cut_row_of_a_property_that_draws_inside_its_body_is_a_failure_not_a_flaky_error() -> None:
+    example = load_implementation(str(Path(__file__).resolve().parent.parent / "examples" / "attention.py")).obj
+
+    class Buggy(type(example)):  # type: ignore[misc]
+        name = "buggy"
+
+        def attention(self, q, k, v, mask=None, *, causal=False, need_weights=True):  # type: ignore[no-untyped-def]
+            return DividesByDK().attention(q, k, v, mask)
+
+    qualname = "multihead.with_any_d_v_the_output_matches_the_formula_and_w_o_has_h_d_v_rows"
+    prop = load_properties()[qualname]
+    with bounded_shrinking(prop, "ci") as budget:
+        row = run_row(qualname, Buggy(), "float64")
+    describe_failure(row, prop, budget)
+    assert row.outcome == "fail", row.message
+    assert "Flaky" not in row.message
