@@ -25,6 +25,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from specformer.claims import NEEDS_REFUTATION, Claim, load_claims, spec_dir
 from specformer.property import REGISTRY, Property, property_modules
+from specformer.site.families import (FAMILY_ORDER, families, family_page, family_title, family_topics,
+                                      source_line)
+from specformer.site.families import nav as family_nav
+from specformer.site.implementations import compatibility_page, implementation_page, page_names
 from specformer.site.matrix import anchor, results_matrix, row_details, rows_table
 from specformer.site.runs import (REPORT_SCHEMA, REPORT_SCHEMA_VERSIONS, ReportError, load_report,
                                   merge_reports, read_report, records, report_problem, report_runs, run_label,
@@ -91,9 +95,15 @@ def _results_section(claim: Claim, rows: list[dict[str, Any]] | None,
     n_runs = len(runs)
     ordered = sorted(rows, key=lambda r: tuple(field(r, k, "") for k in ("property", "implementation",
                                                                          "device", "dtype")))
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in ordered:
+        groups[field(row, "property", ""), field(row, "implementation", "")].append(row)
+    folded = {id(r) for rs in groups.values() if all(r.get("outcome") == "not-applicable" for r in rs) for r in rs}
     anchors: dict[int, str] = {}
     details = []
     for row in ordered:
+        if id(row) in folded:
+            continue
         target = anchor(len(details) + 1)
         block = row_details(row, target, n_runs)
         if block:
@@ -102,8 +112,18 @@ def _results_section(claim: Claim, rows: list[dict[str, Any]] | None,
     intro = ("One row per property and implementation, one column per device and dtype. "
              "A cell links to its details when there is a message or a counterexample"
              + ("; its superscript is the run it came from (below)." if n_runs > 1 else "."))
-    out = [intro, results_matrix(ordered, anchors, n_runs),
-           legend({plain(r.get("outcome")) for r in rows})]
+    shown = [r for r in ordered if id(r) not in folded]
+    hidden = [r for r in ordered if id(r) in folded]
+    out = [intro]
+    if shown:
+        out.append(results_matrix(shown, anchors, n_runs))
+    if hidden:
+        impls = len({field(r, "implementation", "") for r in hidden})
+        out.append(f'<details class="sf-na"><summary>{len(hidden)} row{"s" if len(hidden) != 1 else ""} not '
+                   f'applicable ({impls} implementation{"s" if impls != 1 else ""} without the operation, dtype or '
+                   f'convention; the cells\' tooltips give the reason)</summary>\n\n'
+                   f'{results_matrix(hidden, {}, n_runs)}\n\n</details>')
+    out.append(legend({plain(r.get("outcome")) for r in rows}))
     if runs:
         counts = Counter(run_number(r, n_runs) or 0 for r in rows)
         out.append(runs_legend(runs, counts))
@@ -115,10 +135,13 @@ def _results_section(claim: Claim, rows: list[dict[str, Any]] | None,
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]])")
 
 
-def plot_markdown(file: str, caption: str) -> str:
-    """A figure of :data:`PLOTS_DIR`: the image, with the caption as alt text, then the caption in italics."""
+def plot_markdown(file: str, caption: str, prefix: str = "..") -> str:
+    """A figure of :data:`PLOTS_DIR` with its caption visible: ``<figure>`` with the image
+    (the caption as alt text) and a ``<figcaption>``. ``prefix`` leads from the page's
+    folder to the site's root."""
     text = _MD_SPECIAL.sub(r"\\\1", " ".join(caption.split()))
-    return f"![{text}](../{PLOTS_DIR}/{file})\n\n*{text}*"
+    return (f'<figure class="sf-figure" markdown="1">\n\n![{text}]({prefix}/{PLOTS_DIR}/{file})\n\n'
+            f'<figcaption markdown="span">{text}</figcaption>\n\n</figure>')
 
 
 def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any]] | None,
@@ -136,12 +159,10 @@ def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any
     out = [
         f"# {claim.title}",
         f"{badge(claim.kind, 'kind')} {badge(claim.verdict, 'verdict')}",
-        f"`{claim.id}` · topic [{claim.topic}](../topics/{claim.topic}.md) · `spec/{claim.file}`",
+        f"`{claim.id}` · [{family_title(claim.family)}](../families/{claim.family}.md) › "
+        f"[{topic_title(claim.topic)}](../topics/{claim.topic}.md) · `spec/{claim.file}`",
         "## Sources",
-        "\n".join(
-            f"- *{s.title}* (`{s.document}`), section “{s.section}”" + (f": {s.says}" if s.says else "")
-            for s in claim.sources
-        ),
+        "\n".join(f"- {source_line(s.document, s.section, s.says)}" for s in claim.sources),
         "## Statement",
         display_math(claim.statement),
     ]
@@ -261,7 +282,7 @@ def overview_page(claims: dict[str, Claim], props: dict[str, Property],
     n_topics = len(topics(claims))
     out += [f"{len(claims)} claims in {n_topics} topic{'s' if n_topics != 1 else ''}; "
             f"{len(checked & claims.keys())} with at least one loaded property.",
-            "Topics: " + ", ".join(f"[{t}](../topics/{t}.md)" for t in topics(claims))]
+            "Families: " + ", ".join(f"[{family_title(f)}](../families/{f}.md)" for f in families(claims))]
     out += ["## Counts", count_table(Counter(c.verdict for c in claims.values()), "Verdict"),
             count_table(Counter(c.kind for c in claims.values()), "Kind")]
     wrong = [c for c in claims.values() if c.verdict in NEEDS_REFUTATION]
@@ -292,8 +313,9 @@ def overview_page(claims: dict[str, Claim], props: dict[str, Property],
 
 
 def topics(claims: dict[str, Claim]) -> list[str]:
-    """The topics that hold at least one claim, sorted."""
-    return sorted({c.topic for c in claims.values()})
+    """The topics that hold at least one claim: by family in the order a transformer works,
+    within a family in the documents' order (:mod:`specformer.site.families`)."""
+    return [t for family in families(claims) for t in family_topics(family, claims)]
 
 
 def topic_title(topic: str, spec: Path | None = None) -> str:
@@ -308,21 +330,57 @@ def topic_title(topic: str, spec: Path | None = None) -> str:
 
 
 def topic_index(topic: str, claims: dict[str, Claim], title: str | None = None) -> str:
-    """The page of one topic: a table of its claims with kind and verdict."""
+    """The page of one topic: its family, then a table of its claims with kind and verdict."""
     mine = [c for c in claims.values() if c.topic == topic]
+    family = mine[0].family if mine else ""
     lines = ["| Claim | Kind | Verdict |", "|---|---|---|"]
-    lines += [f"| [{c.title.replace('|', '/')}](../claims/{c.id}.md) | {c.kind} | {c.verdict} |" for c in mine]
+    lines += [f"| [{c.title.replace('|', '/')}](../claims/{c.id}.md) | {c.kind} | {badge(c.verdict, 'verdict')} |"
+              for c in mine]
+    where = (f"Part of [{family_title(family)}](../families/{family}.md). " if family else "")
     return "\n\n".join([f"# {title or topic.capitalize()}",
-                        f"{len(mine)} claims from `spec/{mine[0].file if mine else topic + '.md'}`.", "\n".join(lines)]) + "\n"
+                        where + f"{len(mine)} claims from `spec/{mine[0].file if mine else topic + '.md'}`, "
+                        "in the order the document states them.", "\n".join(lines)]) + "\n"
+
+
+def protocol_families() -> list[str]:
+    """The families whose protocol module is importable, in the site's order."""
+    try:
+        from specformer.protocol import FAMILIES
+    except ImportError:  # pragma: no cover - the protocol ships with the package
+        return []
+    return [f for f in FAMILY_ORDER if f in FAMILIES] + sorted(set(FAMILIES) - FAMILY_ORDER.keys())
+
+
+def protocol_page(family: str) -> str:
+    """A family's protocol page: its operations, parameter classes and conventions, rendered
+    by mkdocstrings from ``specformer/protocol/<family>.py``."""
+    return (f"# Protocol: {family_title(family)}\n\n"
+            f"What an implementation of the {family_title(family).lower()} family may provide: every operation "
+            "with its signature, its arguments' shapes and dtypes, what it returns and what to raise for "
+            "inputs outside its domain (`NotApplicable`), the parameter classes, and the conventions. "
+            f"An implementation is any object with a `name` and some of these methods ([overview](index.md)).\n\n"
+            f"::: specformer.protocol.{family}\n    options:\n      show_root_heading: false\n"
+            "      show_root_toc_entry: false\n      members_order: source\n")
+
+
+def protocol_index(fams: Sequence[str]) -> str:
+    """The protocol's overview: what an implementation is, and a link per family."""
+    links = "\n".join(f"- [{family_title(f)}]({f}.md)" for f in fams)
+    return ("# The implementation protocol\n\n"
+            "An implementation is any Python object with a `name` and some of the operations below, given to "
+            "`specformer run --impl FILE.py` or `--impl module:attribute`. The suite runs every property whose "
+            "operations it provides, on each device and dtype; a property whose operations are missing is "
+            "*not applicable*, not a failure. Each family's page gives every operation with its signature and "
+            "docstring, the fields of its parameter classes and its conventions.\n\n"
+            f"{links}\n\n"
+            "::: specformer.protocol.base\n    options:\n      show_root_heading: false\n"
+            "      show_root_toc_entry: false\n")
 
 
 def nav(claims: dict[str, Claim], spec: Path | None = None) -> list[Any]:
-    """MkDocs ``nav`` entries for the generated pages: the overview, then a section per topic."""
-    entries: list[Any] = [{"Overview": "claims/index.md"}]
-    for topic in topics(claims):
-        pages = [f"topics/{topic}.md"] + [f"claims/{c.id}.md" for c in claims.values() if c.topic == topic]
-        entries.append({topic_title(topic, spec): pages})
-    return entries
+    """MkDocs ``nav`` of the whole site (:func:`specformer.site.families.nav`)."""
+    titles = {t: topic_title(t, spec) for t in topics(claims)}
+    return family_nav(claims, titles, protocol_families())
 
 
 def collect_properties() -> tuple[dict[str, Property], list[str]]:
@@ -370,6 +428,20 @@ def generate(report_path: Path | Sequence[Path] | None = None, spec: Path | None
         pages[f"claims/{claim.id}.md"] = claim_page(
             claim, by_claim[claim.id], rows[claim.id] if report else None, topics(claims),
             (plots or {}).get(claim.id, ()), runs)
+    titles = {t: topic_title(t, spec) for t in topics(claims)}
     for topic in topics(claims):
-        pages[f"topics/{topic}.md"] = topic_index(topic, claims, topic_title(topic, spec))
+        pages[f"topics/{topic}.md"] = topic_index(topic, claims, titles[topic])
+    for family in families(claims):
+        pages[f"families/{family}.md"] = family_page(family, claims, titles, rows if report else None, plots,
+                                                     figure=plot_markdown)
+    all_rows = records((report or {}).get("rows"))
+    impl_records = {field(r, "name", ""): r for r in records((report or {}).get("implementations"))}
+    names = implementation_names(report) if report else []
+    pages["implementations/index.md"] = compatibility_page(claims, names, all_rows, list(impl_records.values()))
+    for name, stem in page_names(names).items():
+        pages[f"implementations/{stem}.md"] = implementation_page(name, claims, all_rows, impl_records.get(name))
+    fams = protocol_families()
+    pages["protocol/index.md"] = protocol_index(fams)
+    for family in fams:
+        pages[f"protocol/{family}.md"] = protocol_page(family)
     return pages
