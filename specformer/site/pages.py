@@ -29,6 +29,7 @@ from specformer.site.families import (FAMILY_ORDER, families, family_page, famil
                                       source_line)
 from specformer.site.families import nav as family_nav
 from specformer.site.implementations import compatibility_page, implementation_page, page_names
+from specformer.site.protocol import protocol_families, protocol_index, protocol_page
 from specformer.site.matrix import anchor, results_matrix, row_details, rows_table
 from specformer.site.runs import (REPORT_SCHEMA, REPORT_SCHEMA_VERSIONS, ReportError, load_report,
                                   merge_reports, read_report, records, report_problem, report_runs, run_label,
@@ -340,41 +341,6 @@ def topic_index(topic: str, claims: dict[str, Claim], title: str | None = None) 
     return "\n\n".join([f"# {title or topic.capitalize()}",
                         where + f"{len(mine)} claims from `spec/{mine[0].file if mine else topic + '.md'}`, "
                         "in the order the document states them.", "\n".join(lines)]) + "\n"
-
-
-def protocol_families() -> list[str]:
-    """The families whose protocol module is importable, in the site's order."""
-    try:
-        from specformer.protocol import FAMILIES
-    except ImportError:  # pragma: no cover - the protocol ships with the package
-        return []
-    return [f for f in FAMILY_ORDER if f in FAMILIES] + sorted(set(FAMILIES) - FAMILY_ORDER.keys())
-
-
-def protocol_page(family: str) -> str:
-    """A family's protocol page: its operations, parameter classes and conventions, rendered
-    by mkdocstrings from ``specformer/protocol/<family>.py``."""
-    return (f"# Protocol: {family_title(family)}\n\n"
-            f"What an implementation of the {family_title(family).lower()} family may provide: every operation "
-            "with its signature, its arguments' shapes and dtypes, what it returns and what to raise for "
-            "inputs outside its domain (`NotApplicable`), the parameter classes, and the conventions. "
-            f"An implementation is any object with a `name` and some of these methods ([overview](index.md)).\n\n"
-            f"::: specformer.protocol.{family}\n    options:\n      show_root_heading: false\n"
-            "      show_root_toc_entry: false\n      members_order: source\n")
-
-
-def protocol_index(fams: Sequence[str]) -> str:
-    """The protocol's overview: what an implementation is, and a link per family."""
-    links = "\n".join(f"- [{family_title(f)}]({f}.md)" for f in fams)
-    return ("# The implementation protocol\n\n"
-            "An implementation is any Python object with a `name` and some of the operations below, given to "
-            "`specformer run --impl FILE.py` or `--impl module:attribute`. The suite runs every property whose "
-            "operations it provides, on each device and dtype; a property whose operations are missing is "
-            "*not applicable*, not a failure. Each family's page gives every operation with its signature and "
-            "docstring, the fields of its parameter classes and its conventions.\n\n"
-            f"{links}\n\n"
-            "::: specformer.protocol.base\n    options:\n      show_root_heading: false\n"
-            "      show_root_toc_entry: false\n")
 
 
 def nav(claims: dict[str, Claim], spec: Path | None = None) -> list[Any]:
