@@ -122,22 +122,37 @@ def _operations_section(record: dict[str, Any] | None) -> str:
     return "\n".join(lines)
 
 
+def _listed(value: Any, every: str) -> str:
+    """A declared list of values, escaped; ``every`` when the declaration leaves it open (``None``)."""
+    if value is None:
+        return every
+    if isinstance(value, list):
+        return ", ".join(code(plain(v)) for v in value) or "none"
+    return text(plain(value))
+
+
 def _capabilities_section(record: dict[str, Any] | None) -> str:
-    caps = record.get("capabilities") if isinstance(record, dict) else None
-    if not isinstance(caps, dict) or not caps:
+    """The implementation's declared capabilities, as the report carries them (``None``: none declared)."""
+    if not isinstance(record, dict) or "capabilities" not in record:
         return ""
-    lines = ["| Declared | Values |", "|---|---|"]
-    for key in sorted(caps):
-        value = caps[key]
-        if isinstance(value, dict):
-            shown = "; ".join(f"{text(k)}: {text(', '.join(map(plain, v)) if isinstance(v, list) else plain(v))}"
-                              for k, v in sorted(value.items()))
-        elif isinstance(value, list):
-            shown = text(", ".join(map(plain, value)))
-        else:
-            shown = text(plain(value)) or "every value"
-        lines.append(f"| {text(key)} | {shown or 'none'} |")
-    return "## Declared capabilities\n\n" + "\n".join(lines)
+    caps = record.get("capabilities")
+    if caps is None:
+        return ("## Declared capabilities\n\nNone declared: every protocol operation it has, on every dtype and "
+                "device, under every convention.")
+    if not isinstance(caps, dict):
+        return "## Declared capabilities\n\n" + code(plain(caps))
+    lines = ["| Declared | Values |", "|---|---|",
+             f"| operations | {_listed(caps.get('operations'), 'every protocol operation it has')} |",
+             f"| dtypes | {_listed(caps.get('dtypes'), 'every dtype')} |",
+             f"| devices | {_listed(caps.get('devices'), 'every device')} |"]
+    conventions = caps.get("conventions")
+    if isinstance(conventions, dict):
+        for name in sorted(conventions, key=plain):
+            lines.append(f"| convention {code(plain(name))} | {_listed(conventions[name], 'every value')} |")
+    elif conventions is not None:
+        lines.append(f"| conventions | {text(plain(conventions))} |")
+    return ("## Declared capabilities\n\nRows outside the declaration are not applicable at once; inside it, "
+            "refusing an example is an error. A convention not named means every value.\n\n" + "\n".join(lines))
 
 
 def implementation_page(name: str, claims: Mapping[str, Claim], rows: Sequence[dict[str, Any]],

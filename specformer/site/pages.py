@@ -25,6 +25,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from specformer.claims import NEEDS_REFUTATION, Claim, load_claims, spec_dir
 from specformer.property import REGISTRY, Property, property_modules
+
+try:  # what a property that calls no implementation is about, and how the site says it
+    from specformer.property import ABOUT
+except ImportError:  # pragma: no cover - a package without the labels
+    ABOUT: dict[str, str] = {}
 from specformer.site.families import (FAMILY_ORDER, families, family_page, family_title, family_topics,
                                       source_line)
 from specformer.site.families import nav as family_nav
@@ -73,7 +78,13 @@ def _property_section(prop: Property) -> str:
     else:
         role = ("**Refutes the claim as written**: Hypothesis must find a counterexample "
                 "(`expect: counterexample`).")
-    needs = ", ".join(f"`{n}`" for n in prop.needs) if prop.needs else "nothing (runs once, against `math`)"
+    about = getattr(prop, "about", None)
+    if prop.needs:
+        needs = ", ".join(f"`{n}`" for n in prop.needs)
+    elif about:
+        needs = f"no implementation: checked on the mathematics, {ABOUT.get(about, about)}"
+    else:
+        needs = "no implementation (runs once, against `math`)"
     try:
         code = prop.source
     except (OSError, TypeError):
@@ -160,8 +171,8 @@ def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any
     out = [
         f"# {claim.title}",
         f"{badge(claim.kind, 'kind')} {badge(claim.verdict, 'verdict')}",
-        f"`{claim.id}` · [{family_title(claim.family)}](../families/{claim.family}.md) › "
-        f"[{topic_title(claim.topic)}](../topics/{claim.topic}.md) · `spec/{claim.file}`",
+        f"`{claim.id}` · " + (f"[{family_title(claim.family)}](../families/{claim.family}.md) › " if claim.family
+                              else "") + f"[{topic_title(claim.topic)}](../topics/{claim.topic}.md) · `spec/{claim.file}`",
         "## Sources",
         "\n".join(f"- {source_line(s.document, s.section, s.says)}" for s in claim.sources),
         "## Statement",

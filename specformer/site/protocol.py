@@ -18,7 +18,7 @@ import importlib
 import inspect
 import re
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from specformer.site.families import FAMILY_ORDER, family_title
 
@@ -38,12 +38,33 @@ def _cell(value: str) -> str:
     return value.replace("|", "\\|").replace("\n", " ")
 
 
+def _annotation(value: Any) -> str:
+    return value if isinstance(value, str) else inspect.formatannotation(value)
+
+
 def _signature(function: Any) -> str:
+    """``(q: torch.Tensor, ..., *, pairing: str = 'interleaved') -> T``, without ``self``."""
     try:
-        signature = str(inspect.signature(function))
+        signature = inspect.signature(function)
     except (TypeError, ValueError):
         return "(…)"
-    return signature.replace("'", "").replace("(self, ", "(").replace("(self)", "()")
+    parts, star = [], False
+    for param in signature.parameters.values():
+        if param.name == "self":
+            continue
+        if param.kind is param.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        prefix = {param.VAR_POSITIONAL: "*", param.VAR_KEYWORD: "**"}.get(param.kind, "")
+        star = star or param.kind is param.VAR_POSITIONAL
+        shown = prefix + param.name
+        if param.annotation is not param.empty:
+            shown += f": {_annotation(param.annotation)}"
+        if param.default is not param.empty:
+            shown += f" = {param.default!r}"
+        parts.append(shown)
+    returns = "" if signature.return_annotation is signature.empty else f" -> {_annotation(signature.return_annotation)}"
+    return f"({', '.join(parts)}){returns}"
 
 
 def _first_line(obj: Any) -> str:
@@ -103,8 +124,8 @@ def _parameters_section(module: ModuleType) -> str:
 
 
 def _conventions_section(module: ModuleType) -> str:
-    conventions = getattr(module, "CONVENTIONS", None)
-    if not isinstance(conventions, dict) or not conventions:
+    conventions = getattr(module, "CONVENTIONS", None) or getattr(getattr(module, "FAMILY", None), "conventions", None)
+    if not isinstance(conventions, Mapping) or not conventions:
         return ""
     lines = ["| Convention | Values | Meaning |", "|---|---|---|"]
     for name, convention in conventions.items():
