@@ -22,6 +22,8 @@ from specformer.site.families import families, family_title
 from specformer.site.tables import (OUTCOMES, badge, code, field, known_outcome, outcome_label, plain, slug,
                                     summarize, text)
 
+#: The pseudo-implementation of the properties that call no implementation.
+MATH = "math"
 #: Outcomes that count as "as expected" for a claim of an implementation.
 EXPECTED = ("pass", "refuted", "known-deviation")
 #: Worst first: the first outcome present among a claim's rows decides the claim.
@@ -85,6 +87,8 @@ def compatibility_page(claims: Mapping[str, Claim], names: Sequence[str], rows: 
     header = ["Implementation", *(family_title(f) for f in fams)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name in names:
+        if name == MATH:
+            continue
         cells = [f"[{text(name)}]({stems[name]}.md)"]
         for fam in fams:
             outcomes: Counter[str | None] = Counter()
@@ -94,6 +98,9 @@ def compatibility_page(claims: Mapping[str, Claim], names: Sequence[str], rows: 
             cells.append(_family_cell(outcomes) if outcomes else "–")
         lines.append("| " + " | ".join(cells) + " |")
     out.append("\n".join(lines))
+    if MATH in names:
+        out.append(f"Properties that call no implementation run once, against the mathematics: their outcomes are "
+                   f"on the page of [{MATH}]({stems[MATH]}.md).")
     failed = [r for r in records if r.get("status") == "load-error"]
     if failed:
         out.append("Did not load: " + ", ".join(text(field(r, "name")) for r in failed) + ".")
