@@ -319,3 +319,11 @@ def test_protocol_pages_list_operations_and_parameter_fields():
     assert "`multihead_attention(query: torch.Tensor" in page
     assert "### `MultiHeadParams`" in page and "| `w_q` | `torch.Tensor` | (d_model, h * d_k) |" in page
     assert "::: specformer.protocol.attention" in page
+
+
+def test_short_citations_by_file_number_become_titles():
+    from specformer.site.pages import cite_ids
+
+    cited = cite_ids("as the web notes' code (002) does, unlike (999)")
+    assert '(<span class="sf-doc" title="002_7a3e4e0c20e9295d.txt">Day 4: Embeddings &amp; Representation' in cited
+    assert "(999)" in cited

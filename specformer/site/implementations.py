@@ -163,13 +163,20 @@ def _capabilities_section(record: dict[str, Any] | None) -> str:
 
 
 def implementation_page(name: str, claims: Mapping[str, Claim], rows: Sequence[dict[str, Any]],
-                        record: dict[str, Any] | None = None) -> str:
-    """One implementation: operations, capabilities, outcome claim by claim, deviations."""
+                        record: dict[str, Any] | None = None, stem: str | None = None) -> str:
+    """One implementation: operations, capabilities, outcome claim by claim, deviations.
+
+    The page's heading (which MkDocs also writes, unescaped, as the page title) is the
+    page's ``stem``, a slug of ours; a name that differs from it is shown, escaped, below.
+    """
     mine = [r for r in rows if field(r, "implementation", "") == name]
     by_claim: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in mine:
         by_claim[field(row, "claim", "")].append(row)
-    out = [f"# {text(name)}"]
+    stem = stem or page_names([name])[name]
+    out = [f"# {stem}"]
+    if name != stem:
+        out.append(f"Reported as {code(name)}.")
     spec = field(record, "spec", "") if record else ""
     if spec:
         out.append(f"Loaded from {code(spec)}.")

@@ -17,13 +17,14 @@ are rendered.
 
 from __future__ import annotations
 
+import html
 import importlib
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from specformer.claims import NEEDS_REFUTATION, Claim, load_claims, spec_dir
+from specformer.claims import DOCUMENTS, NEEDS_REFUTATION, Claim, load_claims, spec_dir
 from specformer.property import REGISTRY, Property, property_modules
 
 try:  # what a property that calls no implementation is about, and how the site says it
@@ -60,11 +61,28 @@ PLOTS_DIR = "assets/plots"
 _TOPIC_LINK = re.compile(r"\]\(([a-z][a-z0-9]*)\.md(?:#[^)\s]*)?\)")
 
 
+_DOCUMENT_ID = re.compile(r"\((\d{3})\)")
+
+
+def cite_ids(value: str) -> str:
+    """Short citations by file number, ``(003)``, written as the document's title with the file in its tooltip."""
+    by_number = {name[:3]: name for name in DOCUMENTS}
+
+    def title(match: re.Match[str]) -> str:
+        name = by_number.get(match.group(1))
+        if name is None:
+            return match.group(0)
+        return f'(<span class="sf-doc" title="{name}">{html.escape(DOCUMENTS[name])}</span>)'
+
+    return _DOCUMENT_ID.sub(title, value)
+
+
 def _prose(claim: Claim, known_topics: Iterable[str] = ()) -> str:
-    """The claim's prose, with links to spec files (``attention.md``) sent to topic pages."""
+    """The claim's prose, with links to spec files (``attention.md``) sent to topic pages and
+    documents cited by title (:func:`cite_ids`)."""
     known = set(known_topics) | {claim.topic}
-    return _TOPIC_LINK.sub(
-        lambda m: f"](../topics/{m.group(1)}.md)" if m.group(1) in known else m.group(0), claim.prose)
+    return cite_ids(_TOPIC_LINK.sub(
+        lambda m: f"](../topics/{m.group(1)}.md)" if m.group(1) in known else m.group(0), claim.prose))
 
 
 def display_math(tex: str) -> str:
@@ -187,7 +205,7 @@ def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any
         ("Note", claim.note, False),
     ):
         if value:
-            out += [f"## {heading}", display_math(value) if math else value.strip()]
+            out += [f"## {heading}", display_math(value) if math else cite_ids(value.strip())]
     if claim.prose:
         out += ["## Discussion", _prose(claim, known_topics)]
     figures = [plot_markdown(file, caption) for file, caption in plots]
@@ -416,7 +434,8 @@ def generate(report_path: Path | Sequence[Path] | None = None, spec: Path | None
     names = implementation_names(report) if report else []
     pages["implementations/index.md"] = compatibility_page(claims, names, all_rows, list(impl_records.values()))
     for name, stem in page_names(names).items():
-        pages[f"implementations/{stem}.md"] = implementation_page(name, claims, all_rows, impl_records.get(name))
+        pages[f"implementations/{stem}.md"] = implementation_page(name, claims, all_rows, impl_records.get(name),
+                                                                   stem)
     fams = protocol_families()
     pages["protocol/index.md"] = protocol_index(fams)
     for family in fams:
