@@ -14,6 +14,7 @@ from the name alone. This module does not read files.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from typing import Any, Mapping, Sequence
 
@@ -32,11 +33,12 @@ _WORST = ("fail", "error", "inconclusive", None, "fixed", "known-deviation", "re
 
 
 def page_names(names: Sequence[str]) -> dict[str, str]:
-    """A distinct page stem for each implementation name (a slug; a counter where slugs collide)."""
+    """A distinct page stem for each implementation name: a slug of a plain name (letters,
+    digits, ``.``, ``_``, ``-``), ``implementation-N`` for any other, a counter where they collide."""
     stems: dict[str, str] = {}
     used: set[str] = {"index"}
     for n, name in enumerate(names, start=1):
-        stem = slug(name) or f"implementation-{n}"
+        stem = (slug(name) if re.fullmatch(r"[A-Za-z0-9._-]{1,64}", name) else "") or f"implementation-{n}"
         while stem in used:
             stem = f"{stem}-{n}"
         used.add(stem)
