@@ -248,16 +248,27 @@ def on_post_build(config: MkDocsConfig) -> None:
 _ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|data|attr|exc|obj|const):`~?\.?([^`]+)`")
 
 
+def checkout_pyproject() -> Path | None:
+    """The checkout's ``pyproject.toml``: beside this package when it is imported from a
+    checkout, else in the working folder (``mkdocs build`` in a checkout with the package
+    installed); ``None`` when neither is specformer's (an installed wheel needs none)."""
+    for folder in (Path(__file__).resolve().parents[2], Path.cwd()):
+        path = folder / "pyproject.toml"
+        if path.is_file() and (folder / "specformer" / "site" / "mkdocs.yml").is_file():
+            return path
+    return None
+
+
 class PackageDirs(griffe.Extension):
     """Load subpackages that ``[tool.setuptools.package-dir]`` maps to other folders.
 
     Also turns reST roles (``:class:`X```) in docstrings into plain code spans.
     """
 
-    def __init__(self, pyproject: str = str(Path(__file__).resolve().parents[2] / "pyproject.toml")) -> None:
-        self.root = Path(pyproject).parent
-        path = Path(pyproject)
-        table = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    def __init__(self, pyproject: str | None = None) -> None:
+        path = Path(pyproject) if pyproject else checkout_pyproject()
+        self.root = path.parent if path else Path.cwd()
+        table = tomllib.loads(path.read_text(encoding="utf-8")) if path and path.is_file() else {}
         self.dirs: dict[str, str] = table.get("tool", {}).get("setuptools", {}).get("package-dir", {})
 
     def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
