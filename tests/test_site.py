@@ -96,7 +96,7 @@ def test_claim_page_renders_sources_statement_code_and_failure():
                       [row(SUMS, "attention.rows_sum_to_one", "reference", "pass"), FAIL],
                       known_topics=["attention", "masks"])
     assert page.startswith("# Attention weights sum to one")
-    assert "Attention & Transformers (slides)" in page and "`004_47c0b0031f022460.txt`" in page
+    assert "Attention &amp; Transformers (slides)" in page and 'title="004_47c0b0031f022460.txt"' in page
     assert "Attention weights" in page and "rows are distributions" in page
     assert "$$\n\\sum_j A_{ij} = 1\n$$" in page
     assert "```python\n" in page and "def rows_sum_to_one(ctx, case):" in page
@@ -182,7 +182,7 @@ def test_mkdocs_build_strict(tmp_path):
     assert (site / "claims" / "index.html").is_file()
     for claim in claims.values():
         assert (site / "claims" / claim.id / "index.html").is_file()
-    assert (site / "assets" / "mathjax" / "tex-mml-chtml.js").is_file()
+    assert [p.name for p in (site / "assets" / "mathjax").iterdir()] == ["tex-svg-full.js"]  # one component
     overview = unescape((site / "claims" / "index.html").read_text(encoding="utf-8"))
     assert "torch-sdpa" in overview  # docs/results/cuda-h100.json is listed in mkdocs.yml, so published
     assert "Partial results" not in overview
@@ -229,3 +229,101 @@ def test_one_run_has_a_legend_but_no_run_numbers(tmp_path):
     assert '<table class="sf-runs">' in page and "<td>only&#46;json (report schema v1)</td><td>1</td>" in page
     assert '<a href="#sf-row-1">fail</a></td>' in page
     assert '<sup class="sf-run"' not in page
+
+
+# --- families, implementations, protocol ---------------------------------------------------
+
+
+def test_navigation_follows_the_families_in_the_order_a_transformer_works():
+    from specformer.site.families import FAMILY_ORDER, TOPIC_ORDER
+    from specformer.site.pages import nav
+
+    claims = load_claims()
+    entries = nav(claims)
+    top = [next(iter(e)) for e in entries]
+    assert top == ["Home", *FAMILY_ORDER.values(), "Implementations", "Protocol", "Reference"]
+    for entry, family in zip(entries[1:6], FAMILY_ORDER):
+        pages = [next(iter(p.values())) for p in next(iter(entry.values()))]
+        assert pages[0] == f"families/{family}.md"
+        topics = [p.removeprefix("topics/").removesuffix(".md") for p in pages[1:]]
+        assert topics == [t for t in TOPIC_ORDER[family] if t in topics]  # the documents' order
+        assert set(topics) == {c.topic for c in claims.values() if c.family == family}
+    assert not any("claims/" in json.dumps(e) and "claims/index.md" not in json.dumps(e) for e in entries)
+
+
+def test_a_family_page_gives_counts_and_its_false_claims_with_their_counterexample():
+    from specformer.site.families import family_page
+
+    claims = load_claims()
+    wrong = next(c for c in claims.values() if c.family == "attention" and c.verdict == "false as stated")
+    rows = {wrong.id: [row(wrong.id, "attention.x", "reference", "refuted", counterexample="Falsifying example: d_k=1")]}
+    page = family_page("attention", claims, {}, rows, {})
+    assert page.startswith("# Attention\n")
+    assert "## Verdicts" in page and "| false as stated |" in page
+    assert f"](../claims/{wrong.id}.md)" in page
+    assert "Falsifying example: d_k=1" in page
+
+
+def test_sources_are_cited_by_title_with_the_file_in_a_tooltip():
+    page = claim_page(make_claims()[VAR], [], None)
+    assert '<span class="sf-doc" title="000_4860f8a30b907c6c.txt">C-4: Transformer Architecture' in page
+    assert "section “Scaled attention”" in page
+
+
+def test_not_applicable_rows_are_folded_with_their_count():
+    na = [row(SUMS, "attention.rows_sum_to_one", "hf-bloom", "not-applicable", dtype=d) for d in ("float32", "float64")]
+    page = claim_page(make_claims()[SUMS], [], [row(SUMS, "attention.rows_sum_to_one", "reference", "pass"), *na])
+    page = unescape(page)
+    folded = page[page.index('<details class="sf-na">'):]
+    assert "2 rows not applicable (1 implementation" in folded
+    assert "hf-bloom" in folded and "hf-bloom" not in page[:page.index('<details class="sf-na">')]
+
+
+def test_a_property_that_calls_no_implementation_says_what_it_is_about():
+    import dataclasses
+
+    refute = make_props()["attention.variance_is_always_one"]
+    labelled = dataclasses.replace(refute, about="published-numbers")
+    assert "checked on the mathematics, arithmetic on published numbers" in claim_page(make_claims()[VAR], [labelled], None)
+    assert "no implementation (runs once" in claim_page(make_claims()[VAR], [refute], None)
+
+
+def test_implementation_pages_and_the_compatibility_table_escape_names_and_count_claims():
+    from specformer.site.implementations import compatibility_page, implementation_page, page_names
+
+    claims = load_claims()
+    first = next(c for c in claims.values() if c.family == "attention")
+    hostile = "<b>x</b> | y"
+    rows = [row(first.id, "attention.p", hostile, "fail", message="boom"),
+            row(first.id, "attention.q", "reference", "pass"),
+            row(first.id, "attention.q", "reference", "known-deviation", deviation_reason="it differs <i>")]
+    stems = page_names([hostile, "reference", "Reference"])
+    assert len(set(stems.values())) == 3 and all(re.fullmatch(r"[a-z0-9-]+", s) for s in stems.values())
+    table = compatibility_page(claims, [hostile, "reference"], rows)
+    assert "<b>" not in table and "&lt;b&gt;" in table
+    assert "fail 0/1" in unescape(re.sub(r"<[^>]+>", "", table)) or "0/1" in table
+    page = implementation_page("reference", claims, rows,
+                               {"name": "reference", "operations": ["attention"],
+                                "capabilities": {"operations": None, "dtypes": ["float64"], "devices": None,
+                                                 "conventions": {"pairing": ["half"]}}})
+    assert "## Declared capabilities" in page and "<code>float64</code>" in page and "every device" in page
+    assert "it differs &lt;i&gt;" in page and "## Deviations" in page
+    assert f"](../claims/{first.id}.md)" in page
+
+
+def test_protocol_pages_list_operations_and_parameter_fields():
+    from specformer.site.protocol import protocol_families, protocol_page
+
+    assert protocol_families()[:5] == ["tokenization", "embeddings", "positions", "attention", "blocks"]
+    page = protocol_page("attention")
+    assert "`multihead_attention(query: torch.Tensor" in page
+    assert "### `MultiHeadParams`" in page and "| `w_q` | `torch.Tensor` | (d_model, h * d_k) |" in page
+    assert "::: specformer.protocol.attention" in page
+
+
+def test_short_citations_by_file_number_become_titles():
+    from specformer.site.pages import cite_ids
+
+    cited = cite_ids("as the web notes' code (002) does, unlike (999)")
+    assert '(<span class="sf-doc" title="002_7a3e4e0c20e9295d.txt">Day 4: Embeddings &amp; Representation' in cited
+    assert "(999)" in cited

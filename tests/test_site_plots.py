@@ -82,8 +82,9 @@ def test_claim_page_shows_its_plots():
 
 def test_plot_markdown_escapes_the_caption():
     text = plot_markdown("x.png", "A *bold* [link] with d_k and\n  a line break.")
-    assert text == ("![A \\*bold\\* \\[link\\] with d\\_k and a line break.](../assets/plots/x.png)\n\n"
-                    "*A \\*bold\\* \\[link\\] with d\\_k and a line break.*")
+    caption = "A \\*bold\\* \\[link\\] with d\\_k and a line break."
+    assert text == (f'<figure class="sf-figure" markdown="1">\n\n![{caption}](../assets/plots/x.png)\n\n'
+                    f'<figcaption markdown="span">{caption}</figcaption>\n\n</figure>')
 
 
 def test_generate_embeds_plots_only_for_their_claims():

@@ -65,10 +65,10 @@ def flat(value: str) -> str:
 # --- Markdown rendering with the site's extensions ---------------------------------------
 
 def site_markdown():
-    """A Markdown converter with the extensions (and their settings) of ``mkdocs.yml``."""
+    """A Markdown converter with the extensions (and their settings) of ``specformer/site/mkdocs.yml``."""
     import markdown
 
-    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    config = yaml.safe_load((ROOT / "specformer" / "site" / "mkdocs.yml").read_text(encoding="utf-8"))  # shipped
     names, settings = [], {}
     for entry in config["markdown_extensions"]:
         name, options = next(iter(entry.items())) if isinstance(entry, dict) else (entry, None)

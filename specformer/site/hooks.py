@@ -1,33 +1,44 @@
-"""MkDocs hooks for the specformer site.
+"""MkDocs hooks of the specformer site: every build runs these, wherever the package is.
 
-* ``on_config``: fills the *Claims* section of the navigation with the overview, one
-  section per topic and its claim pages;
-* ``on_files``: adds the pages :func:`specformer.site.pages.generate` writes from the spec,
-  the properties and the reports (below), and the figures of
-  :mod:`specformer.site.plots` as PNGs in ``assets/plots/`` (rendered in memory on every
-  build; without Matplotlib the pages have no plots);
-* ``on_post_build``: copies MathJax (the ``es5`` build shipped by the ``mathjax``
-  package of django-static-mathjax) into ``assets/mathjax/``, so the site loads
-  nothing from the network.
+The checkout's ``mkdocs.yml`` and the configuration ``specformer site`` writes both
+inherit the shipped ``specformer/site/mkdocs.yml`` and name this file as their hooks, so
+a wheel installed anywhere builds the same pages, styles and scripts as the checkout:
 
-:class:`PackageDirs` is a Griffe extension for mkdocstrings: the package maps
-``specformer.reference`` (and others) to top-level folders through setuptools'
-``package-dir``, which static analysis cannot follow on its own.
+* ``on_config``: the navigation (home, the five families in the order a transformer
+  processes text, implementations, protocol and reference pages), built by
+  :func:`specformer.site.pages.nav`;
+* ``on_files``: adds the hand-written pages and assets shipped in
+  ``specformer/site/docs/`` (a file of the same path in the build's own ``docs_dir``
+  wins), the pages :func:`specformer.site.pages.generate` writes from the spec, the
+  properties and the reports (below), and the figures of :mod:`specformer.site.plots`
+  as PNGs in ``assets/plots/`` (rendered in memory on every build; without Matplotlib,
+  or with ``extra: specformer: plots: false``, the pages have no plots);
+* ``on_post_build``: copies the one MathJax component the pages load
+  (:data:`MATHJAX_FILE`, from the ``mathjax`` package of django-static-mathjax) into
+  ``assets/mathjax/``, so the site loads nothing from the network.
+
+:class:`PackageDirs` is a Griffe extension for mkdocstrings: in a checkout the package
+maps ``specformer.reference`` (and others) to top-level folders through setuptools'
+``package-dir``, which static analysis cannot follow on its own (installed, the folders
+are where Griffe looks and the extension does nothing).
 
 Reports rendered, merged into one matrix:
 
 * the local run's: ``$SPECFORMER_REPORT`` (one path, or several joined by
-  ``os.pathsep``), default ``reports/report.json`` in the repository; a missing file
-  means no results yet, a file that is not a report stops the build;
-* the published ones: only those listed in ``mkdocs.yml`` under
-  ``extra: specformer: published_results:`` (paths relative to ``docs/``). The
+  ``os.pathsep``), default ``reports/report.json`` beside the configuration file; a
+  missing file means no results yet, a file that is not a report stops the build;
+* the published ones: only those listed in the configuration under
+  ``extra: specformer: published_results:`` (paths relative to ``docs_dir``). The
   environment variable ``SPECFORMER_PUBLISHED`` (paths joined by ``os.pathsep``,
-  relative ones taken from ``docs/``; empty for none) replaces that list, so a build
+  relative ones taken from ``docs_dir``; empty for none) replaces that list, so a build
   can publish reports from elsewhere without touching ``docs/results/``. A listed file
-  that is missing, not JSON or not a report (:func:`specformer.site.pages.report_problem`) is
-  logged as an error naming it, which fails ``mkdocs build --strict``, and is left out.
+  that is missing, not JSON or not a report (:func:`specformer.site.pages.report_problem`)
+  is logged as an error naming it, which fails the (strict) build, and is left out.
   JSON files beside the listed ones or in ``docs/results/`` that are not listed are
   neither rendered nor copied into the site (an info line names each).
+
+``specformer site`` (:mod:`specformer.site.command`) sets ``SPECFORMER_REPORT`` to its
+reports and ``SPECFORMER_PUBLISHED`` to nothing. The hooks never run the suite.
 """
 
 from __future__ import annotations
@@ -55,9 +66,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_REPORT = ROOT / "reports" / "report.json"
-NAV_SECTION = "Claims"
+#: The shipped pages, styles and scripts (package data).
+SHIPPED_DOCS = Path(__file__).resolve().parent / "docs"
+#: The local report's default path, relative to the folder of the configuration file.
+DEFAULT_REPORT = Path("reports") / "report.json"
+#: The MathJax component the pages load (``extra_javascript`` of ``specformer/site/mkdocs.yml``):
+#: TeX input, SVG output and every TeX extension in one file, so nothing else is fetched.
+MATHJAX_FILE = "tex-svg-full.js"
 log = logging.getLogger("mkdocs.hooks.specformer")
 
 
@@ -69,11 +84,12 @@ PUBLISHED_ENV = "SPECFORMER_PUBLISHED"
 PUBLISHED_SETTING = "extra.specformer.published_results"
 
 
-def local_report_paths() -> list[Path]:
+def local_report_paths(config: MkDocsConfig | None = None) -> list[Path]:
     """The local run's reports that exist: ``$SPECFORMER_REPORT`` (one path, or several
-    joined by ``os.pathsep``) or the default."""
+    joined by ``os.pathsep``) or the default beside the configuration file."""
     value = os.environ.get("SPECFORMER_REPORT")
-    paths = [Path(v).expanduser() for v in value.split(os.pathsep) if v] if value else [DEFAULT_REPORT]
+    base = Path(config.config_file_path).parent if config is not None and config.config_file_path else Path.cwd()
+    paths = [Path(v).expanduser() for v in value.split(os.pathsep) if v] if value else [base / DEFAULT_REPORT]
     found = [p for p in paths if p.is_file()]
     for missing in set(paths) - set(found):
         log.info("specformer: no report at %s", missing)
@@ -128,7 +144,7 @@ def report_paths(config: MkDocsConfig, listed: list[Path]) -> list[Path]:
     for path in unlisted_reports(config, listed):
         log.info("specformer: %s is not listed in %s (or $%s); not published",
                  path, PUBLISHED_SETTING, PUBLISHED_ENV)
-    return local_report_paths() + valid_reports(listed)
+    return local_report_paths(config) + valid_reports(listed)
 
 
 def drop_unlisted(files: Files, listed: list[Path]) -> None:
@@ -145,16 +161,33 @@ def mathjax_dir() -> Path:
     return Path(str(resources.files("mathjax") / "static" / "mathjax" / "es5"))
 
 
+def _setting(config: MkDocsConfig) -> dict[str, Any]:
+    value = (config.extra or {}).get("specformer") or {}
+    return value if isinstance(value, dict) else {}
+
+
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
-    """Replace the pages of the ``Claims`` nav section with the generated ones."""
-    for entry in config.nav or []:
-        if isinstance(entry, dict) and NAV_SECTION in entry:
-            entry[NAV_SECTION] = nav(load_claims())
+    """Set the navigation: home, the families in order, implementations, protocol, reference."""
+    config.nav = nav(load_claims())
     return config
+
+
+def shipped_files(config: MkDocsConfig, files: Files) -> list[File]:
+    """The shipped pages and assets of ``specformer/site/docs/`` that the build's ``docs_dir`` lacks."""
+    found = []
+    for path in sorted(SHIPPED_DOCS.rglob("*")):
+        if not path.is_file() or "__pycache__" in path.parts:
+            continue
+        uri = path.relative_to(SHIPPED_DOCS).as_posix()
+        if files.get_file_from_path(uri) is None:
+            found.append(File(uri, str(SHIPPED_DOCS), config.site_dir, config.use_directory_urls))
+    return found
 
 
 def plot_files(config: MkDocsConfig) -> tuple[list[File], dict[str, list[tuple[str, str]]]]:
     """The figures of the known claims as generated files, and their captions by claim."""
+    if _setting(config).get("plots", True) is False:
+        return [], {}
     try:
         from specformer.site.plots import render
     except ImportError as exc:  # Matplotlib comes with the ``docs`` extra
@@ -170,9 +203,11 @@ def plot_files(config: MkDocsConfig) -> tuple[list[File], dict[str, list[tuple[s
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    """Add the generated claim, topic and overview pages and the plots they show; drop unlisted results."""
+    """Add the shipped pages and assets, the generated pages and their plots; drop unlisted results."""
     listed = published_paths(config)
     drop_unlisted(files, listed)
+    for file in shipped_files(config, files):
+        files.append(file)
     images, captions = plot_files(config)
     for image in images:
         files.append(image)
@@ -181,12 +216,47 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     return files
 
 
+def prune_theme_assets(site: Path, config: MkDocsConfig) -> list[Path]:
+    """Remove what the theme copies but no page loads: source maps, and the search's
+    stemmers of other languages when the search is in English only. Returns what went."""
+    gone = sorted((site / "assets").rglob("*.map"))
+    search = config.plugins.get("search")
+    langs = getattr(search, "config", {}).get("lang") if search is not None else None
+    if langs in (None, ["en"], "en") and (site / "assets" / "javascripts" / "lunr").is_dir():
+        gone.append(site / "assets" / "javascripts" / "lunr")
+    for path in gone:
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+    return gone
+
+
 def on_post_build(config: MkDocsConfig) -> None:
-    """Vendor MathJax into ``assets/mathjax/`` of the built site."""
-    shutil.copytree(mathjax_dir(), Path(config.site_dir) / "assets" / "mathjax", dirs_exist_ok=True)
+    """Vendor the one MathJax component the pages load into ``assets/mathjax/``; prune the theme's unused assets."""
+    prune_theme_assets(Path(config.site_dir), config)
+    try:
+        source = mathjax_dir() / MATHJAX_FILE
+    except ModuleNotFoundError:
+        log.warning("specformer: the mathjax package (django-static-mathjax) is not installed; formulas will not render")
+        return
+    target = Path(config.site_dir) / "assets" / "mathjax"
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target / MATHJAX_FILE)
 
 
 _ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|data|attr|exc|obj|const):`~?\.?([^`]+)`")
+
+
+def checkout_pyproject() -> Path | None:
+    """The checkout's ``pyproject.toml``: beside this package when it is imported from a
+    checkout, else in the working folder (``mkdocs build`` in a checkout with the package
+    installed); ``None`` when neither is specformer's (an installed wheel needs none)."""
+    for folder in (Path(__file__).resolve().parents[2], Path.cwd()):
+        path = folder / "pyproject.toml"
+        if path.is_file() and (folder / "specformer" / "site" / "mkdocs.yml").is_file():
+            return path
+    return None
 
 
 class PackageDirs(griffe.Extension):
@@ -195,9 +265,10 @@ class PackageDirs(griffe.Extension):
     Also turns reST roles (``:class:`X```) in docstrings into plain code spans.
     """
 
-    def __init__(self, pyproject: str = str(ROOT / "pyproject.toml")) -> None:
-        self.root = Path(pyproject).parent
-        table = tomllib.loads(Path(pyproject).read_text(encoding="utf-8"))
+    def __init__(self, pyproject: str | None = None) -> None:
+        path = Path(pyproject) if pyproject else checkout_pyproject()
+        self.root = path.parent if path else Path.cwd()
+        table = tomllib.loads(path.read_text(encoding="utf-8")) if path and path.is_file() else {}
         self.dirs: dict[str, str] = table.get("tool", {}).get("setuptools", {}).get("package-dir", {})
 
     def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:

@@ -4,7 +4,7 @@
 (its name as a full-width heading row, so it never wraps letter by letter), a row per
 implementation and a column per device and dtype (``cpu`` / ``float64``, ``cuda`` /
 ``float16``, ...). Each cell gives the outcome in words with a colour (``sf-o-*``
-classes of ``docs/assets/specformer.css``), the run it came from as a superscript when
+classes of ``specformer/site/docs/assets/specformer.css``), the run it came from as a superscript when
 several runs are merged, a tooltip with the numbers, and a link to the row's details
 (:func:`row_details`: message, counterexample, reproduction) when it has any.
 :func:`rows_table` lists every row with its examples and time.

@@ -17,14 +17,25 @@ are rendered.
 
 from __future__ import annotations
 
+import html
 import importlib
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from specformer.claims import NEEDS_REFUTATION, Claim, load_claims, spec_dir
+from specformer.claims import DOCUMENTS, NEEDS_REFUTATION, Claim, load_claims, spec_dir
 from specformer.property import REGISTRY, Property, property_modules
+
+try:  # what a property that calls no implementation is about, and how the site says it
+    from specformer.property import ABOUT
+except ImportError:  # pragma: no cover - a package without the labels
+    ABOUT: dict[str, str] = {}
+from specformer.site.families import (FAMILY_ORDER, families, family_page, family_title, family_topics,
+                                      source_line)
+from specformer.site.families import nav as family_nav
+from specformer.site.implementations import compatibility_page, implementation_page, page_names
+from specformer.site.protocol import protocol_families, protocol_index, protocol_page
 from specformer.site.matrix import anchor, results_matrix, row_details, rows_table
 from specformer.site.runs import (REPORT_SCHEMA, REPORT_SCHEMA_VERSIONS, ReportError, load_report,
                                   merge_reports, read_report, records, report_problem, report_runs, run_label,
@@ -50,11 +61,28 @@ PLOTS_DIR = "assets/plots"
 _TOPIC_LINK = re.compile(r"\]\(([a-z][a-z0-9]*)\.md(?:#[^)\s]*)?\)")
 
 
+_DOCUMENT_ID = re.compile(r"\((\d{3})\)")
+
+
+def cite_ids(value: str) -> str:
+    """Short citations by file number, ``(003)``, written as the document's title with the file in its tooltip."""
+    by_number = {name[:3]: name for name in DOCUMENTS}
+
+    def title(match: re.Match[str]) -> str:
+        name = by_number.get(match.group(1))
+        if name is None:
+            return match.group(0)
+        return f'(<span class="sf-doc" title="{name}">{html.escape(DOCUMENTS[name])}</span>)'
+
+    return _DOCUMENT_ID.sub(title, value)
+
+
 def _prose(claim: Claim, known_topics: Iterable[str] = ()) -> str:
-    """The claim's prose, with links to spec files (``attention.md``) sent to topic pages."""
+    """The claim's prose, with links to spec files (``attention.md``) sent to topic pages and
+    documents cited by title (:func:`cite_ids`)."""
     known = set(known_topics) | {claim.topic}
-    return _TOPIC_LINK.sub(
-        lambda m: f"](../topics/{m.group(1)}.md)" if m.group(1) in known else m.group(0), claim.prose)
+    return cite_ids(_TOPIC_LINK.sub(
+        lambda m: f"](../topics/{m.group(1)}.md)" if m.group(1) in known else m.group(0), claim.prose))
 
 
 def display_math(tex: str) -> str:
@@ -68,7 +96,13 @@ def _property_section(prop: Property) -> str:
     else:
         role = ("**Refutes the claim as written**: Hypothesis must find a counterexample "
                 "(`expect: counterexample`).")
-    needs = ", ".join(f"`{n}`" for n in prop.needs) if prop.needs else "nothing (runs once, against `math`)"
+    about = getattr(prop, "about", None)
+    if prop.needs:
+        needs = ", ".join(f"`{n}`" for n in prop.needs)
+    elif about:
+        needs = f"no implementation: checked on the mathematics, {ABOUT.get(about, about)}"
+    else:
+        needs = "no implementation (runs once, against `math`)"
     try:
         code = prop.source
     except (OSError, TypeError):
@@ -91,9 +125,15 @@ def _results_section(claim: Claim, rows: list[dict[str, Any]] | None,
     n_runs = len(runs)
     ordered = sorted(rows, key=lambda r: tuple(field(r, k, "") for k in ("property", "implementation",
                                                                          "device", "dtype")))
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in ordered:
+        groups[field(row, "property", ""), field(row, "implementation", "")].append(row)
+    folded = {id(r) for rs in groups.values() if all(r.get("outcome") == "not-applicable" for r in rs) for r in rs}
     anchors: dict[int, str] = {}
     details = []
     for row in ordered:
+        if id(row) in folded:
+            continue
         target = anchor(len(details) + 1)
         block = row_details(row, target, n_runs)
         if block:
@@ -102,8 +142,18 @@ def _results_section(claim: Claim, rows: list[dict[str, Any]] | None,
     intro = ("One row per property and implementation, one column per device and dtype. "
              "A cell links to its details when there is a message or a counterexample"
              + ("; its superscript is the run it came from (below)." if n_runs > 1 else "."))
-    out = [intro, results_matrix(ordered, anchors, n_runs),
-           legend({plain(r.get("outcome")) for r in rows})]
+    shown = [r for r in ordered if id(r) not in folded]
+    hidden = [r for r in ordered if id(r) in folded]
+    out = [intro]
+    if shown:
+        out.append(results_matrix(shown, anchors, n_runs))
+    if hidden:
+        impls = len({field(r, "implementation", "") for r in hidden})
+        out.append(f'<details class="sf-na"><summary>{len(hidden)} row{"s" if len(hidden) != 1 else ""} not '
+                   f'applicable ({impls} implementation{"s" if impls != 1 else ""} without the operation, dtype or '
+                   f'convention; the cells\' tooltips give the reason)</summary>\n\n'
+                   f'{results_matrix(hidden, {}, n_runs)}\n\n</details>')
+    out.append(legend({plain(r.get("outcome")) for r in rows}))
     if runs:
         counts = Counter(run_number(r, n_runs) or 0 for r in rows)
         out.append(runs_legend(runs, counts))
@@ -115,10 +165,13 @@ def _results_section(claim: Claim, rows: list[dict[str, Any]] | None,
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]])")
 
 
-def plot_markdown(file: str, caption: str) -> str:
-    """A figure of :data:`PLOTS_DIR`: the image, with the caption as alt text, then the caption in italics."""
+def plot_markdown(file: str, caption: str, prefix: str = "..") -> str:
+    """A figure of :data:`PLOTS_DIR` with its caption visible: ``<figure>`` with the image
+    (the caption as alt text) and a ``<figcaption>``. ``prefix`` leads from the page's
+    folder to the site's root."""
     text = _MD_SPECIAL.sub(r"\\\1", " ".join(caption.split()))
-    return f"![{text}](../{PLOTS_DIR}/{file})\n\n*{text}*"
+    return (f'<figure class="sf-figure" markdown="1">\n\n![{text}]({prefix}/{PLOTS_DIR}/{file})\n\n'
+            f'<figcaption markdown="span">{text}</figcaption>\n\n</figure>')
 
 
 def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any]] | None,
@@ -136,12 +189,10 @@ def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any
     out = [
         f"# {claim.title}",
         f"{badge(claim.kind, 'kind')} {badge(claim.verdict, 'verdict')}",
-        f"`{claim.id}` · topic [{claim.topic}](../topics/{claim.topic}.md) · `spec/{claim.file}`",
+        f"`{claim.id}` · " + (f"[{family_title(claim.family)}](../families/{claim.family}.md) › " if claim.family
+                              else "") + f"[{topic_title(claim.topic)}](../topics/{claim.topic}.md) · `spec/{claim.file}`",
         "## Sources",
-        "\n".join(
-            f"- *{s.title}* (`{s.document}`), section “{s.section}”" + (f": {s.says}" if s.says else "")
-            for s in claim.sources
-        ),
+        "\n".join(f"- {source_line(s.document, s.section, s.says)}" for s in claim.sources),
         "## Statement",
         display_math(claim.statement),
     ]
@@ -154,7 +205,7 @@ def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any
         ("Note", claim.note, False),
     ):
         if value:
-            out += [f"## {heading}", display_math(value) if math else value.strip()]
+            out += [f"## {heading}", display_math(value) if math else cite_ids(value.strip())]
     if claim.prose:
         out += ["## Discussion", _prose(claim, known_topics)]
     figures = [plot_markdown(file, caption) for file, caption in plots]
@@ -261,7 +312,7 @@ def overview_page(claims: dict[str, Claim], props: dict[str, Property],
     n_topics = len(topics(claims))
     out += [f"{len(claims)} claims in {n_topics} topic{'s' if n_topics != 1 else ''}; "
             f"{len(checked & claims.keys())} with at least one loaded property.",
-            "Topics: " + ", ".join(f"[{t}](../topics/{t}.md)" for t in topics(claims))]
+            "Families: " + ", ".join(f"[{family_title(f)}](../families/{f}.md)" for f in families(claims))]
     out += ["## Counts", count_table(Counter(c.verdict for c in claims.values()), "Verdict"),
             count_table(Counter(c.kind for c in claims.values()), "Kind")]
     wrong = [c for c in claims.values() if c.verdict in NEEDS_REFUTATION]
@@ -292,8 +343,9 @@ def overview_page(claims: dict[str, Claim], props: dict[str, Property],
 
 
 def topics(claims: dict[str, Claim]) -> list[str]:
-    """The topics that hold at least one claim, sorted."""
-    return sorted({c.topic for c in claims.values()})
+    """The topics that hold at least one claim: by family in the order a transformer works,
+    within a family in the documents' order (:mod:`specformer.site.families`)."""
+    return [t for family in families(claims) for t in family_topics(family, claims)]
 
 
 def topic_title(topic: str, spec: Path | None = None) -> str:
@@ -308,21 +360,22 @@ def topic_title(topic: str, spec: Path | None = None) -> str:
 
 
 def topic_index(topic: str, claims: dict[str, Claim], title: str | None = None) -> str:
-    """The page of one topic: a table of its claims with kind and verdict."""
+    """The page of one topic: its family, then a table of its claims with kind and verdict."""
     mine = [c for c in claims.values() if c.topic == topic]
+    family = mine[0].family if mine else ""
     lines = ["| Claim | Kind | Verdict |", "|---|---|---|"]
-    lines += [f"| [{c.title.replace('|', '/')}](../claims/{c.id}.md) | {c.kind} | {c.verdict} |" for c in mine]
+    lines += [f"| [{c.title.replace('|', '/')}](../claims/{c.id}.md) | {c.kind} | {badge(c.verdict, 'verdict')} |"
+              for c in mine]
+    where = (f"Part of [{family_title(family)}](../families/{family}.md). " if family else "")
     return "\n\n".join([f"# {title or topic.capitalize()}",
-                        f"{len(mine)} claims from `spec/{mine[0].file if mine else topic + '.md'}`.", "\n".join(lines)]) + "\n"
+                        where + f"{len(mine)} claims from `spec/{mine[0].file if mine else topic + '.md'}`, "
+                        "in the order the document states them.", "\n".join(lines)]) + "\n"
 
 
 def nav(claims: dict[str, Claim], spec: Path | None = None) -> list[Any]:
-    """MkDocs ``nav`` entries for the generated pages: the overview, then a section per topic."""
-    entries: list[Any] = [{"Overview": "claims/index.md"}]
-    for topic in topics(claims):
-        pages = [f"topics/{topic}.md"] + [f"claims/{c.id}.md" for c in claims.values() if c.topic == topic]
-        entries.append({topic_title(topic, spec): pages})
-    return entries
+    """MkDocs ``nav`` of the whole site (:func:`specformer.site.families.nav`)."""
+    titles = {t: topic_title(t, spec) for t in topics(claims)}
+    return family_nav(claims, titles, protocol_families())
 
 
 def collect_properties() -> tuple[dict[str, Property], list[str]]:
@@ -370,6 +423,21 @@ def generate(report_path: Path | Sequence[Path] | None = None, spec: Path | None
         pages[f"claims/{claim.id}.md"] = claim_page(
             claim, by_claim[claim.id], rows[claim.id] if report else None, topics(claims),
             (plots or {}).get(claim.id, ()), runs)
+    titles = {t: topic_title(t, spec) for t in topics(claims)}
     for topic in topics(claims):
-        pages[f"topics/{topic}.md"] = topic_index(topic, claims, topic_title(topic, spec))
+        pages[f"topics/{topic}.md"] = topic_index(topic, claims, titles[topic])
+    for family in families(claims):
+        pages[f"families/{family}.md"] = family_page(family, claims, titles, rows if report else None, plots,
+                                                     figure=plot_markdown)
+    all_rows = records((report or {}).get("rows"))
+    impl_records = {field(r, "name", ""): r for r in records((report or {}).get("implementations"))}
+    names = implementation_names(report) if report else []
+    pages["implementations/index.md"] = compatibility_page(claims, names, all_rows, list(impl_records.values()))
+    for name, stem in page_names(names).items():
+        pages[f"implementations/{stem}.md"] = implementation_page(name, claims, all_rows, impl_records.get(name),
+                                                                   stem)
+    fams = protocol_families()
+    pages["protocol/index.md"] = protocol_index(fams)
+    for family in fams:
+        pages[f"protocol/{family}.md"] = protocol_page(family)
     return pages

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 #: Outcome name -> (the words shown for it, what it means), in the order of the legend.
 #: Pages show outcomes in words with a colour (``sf-o-<outcome>`` in
-#: ``docs/assets/specformer.css``), never as a symbol alone.
+#: ``specformer/site/docs/assets/specformer.css``), never as a symbol alone.
 OUTCOMES: dict[str, tuple[str, str]] = {
     "pass": ("pass", "a property stating the claim held on every example"),
     "refuted": ("refuted", "a refutation found its counterexample to the claim as written, as it must"),
@@ -121,7 +121,7 @@ def indent(block: str, prefix: str = "    ") -> str:
 
 
 def badge(label: Any, family: str) -> str:
-    """An inline badge, styled by ``docs/assets/specformer.css``."""
+    """An inline badge, styled by ``specformer/site/docs/assets/specformer.css``."""
     kind = slug(family)
     return f'<span class="sf-badge sf-{kind} sf-{kind}-{slug(label)}">{text(label)}</span>'
 

@@ -1,5 +1,6 @@
-// MathJax 3 configuration for pymdownx.arithmatex in generic mode.
-// Loaded before assets/mathjax/tex-mml-chtml.js, which the site vendors (no CDN).
+// MathJax 3 configuration for pymdownx.arithmatex in generic mode. Loaded before
+// assets/mathjax/tex-svg-full.js, the one MathJax component the site vendors (TeX input,
+// SVG output, every TeX extension): nothing else is fetched, no fonts, no CDN.
 window.MathJax = {
   tex: {
     inlineMath: [["\\(", "\\)"]],
@@ -7,9 +8,11 @@ window.MathJax = {
     processEscapes: true,
     processEnvironments: true
   },
+  svg: { fontCache: "global" },
   options: {
     ignoreHtmlClass: ".*|",
-    processHtmlClass: "arithmatex"
+    processHtmlClass: "arithmatex",
+    enableMenu: false             // the menu would load accessibility components on demand
   }
 };
 

@@ -1,0 +1,169 @@
+"""The protocol pages of the site: what to write to check one's own implementation, by family.
+
+:func:`protocol_page` renders ``specformer/protocol/<family>.py`` as a page: a table of the
+family's operations with their signatures, the fields of the parameter classes they take
+(with the shape each field's source comment gives, e.g. ``MultiHeadParams.w_q: (d_model,
+h * d_k)``), the conventions the family registers (``CONVENTIONS``, when the protocol
+declares them), then the full reference of the module by mkdocstrings (every docstring:
+shapes, dtypes, what to raise). :func:`protocol_index` is the overview.
+
+Everything written comes from the package's own code (no report), introspected at build
+time; this module imports the protocol, never an implementation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import re
+from types import ModuleType
+from typing import Any, Mapping, Sequence
+
+from specformer.site.families import FAMILY_ORDER, family_title
+
+_COMMENT = re.compile(r"^\s+(\w+)\s*:\s*[^#=]+(?:=[^#]*)?#\s*(.+)$")
+
+
+def protocol_families() -> list[str]:
+    """The families whose protocol module is importable, in the site's order."""
+    try:
+        from specformer.protocol import FAMILIES
+    except ImportError:  # pragma: no cover - the protocol ships with the package
+        return []
+    return [f for f in FAMILY_ORDER if f in FAMILIES] + sorted(set(FAMILIES) - FAMILY_ORDER.keys())
+
+
+def _cell(value: str) -> str:
+    return value.replace("|", "\\|").replace("\n", " ")
+
+
+def _annotation(value: Any) -> str:
+    return value if isinstance(value, str) else inspect.formatannotation(value)
+
+
+def _signature(function: Any) -> str:
+    """``(q: torch.Tensor, ..., *, pairing: str = 'interleaved') -> T``, without ``self``."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return "(…)"
+    parts, star = [], False
+    for param in signature.parameters.values():
+        if param.name == "self":
+            continue
+        if param.kind is param.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        prefix = {param.VAR_POSITIONAL: "*", param.VAR_KEYWORD: "**"}.get(param.kind, "")
+        star = star or param.kind is param.VAR_POSITIONAL
+        shown = prefix + param.name
+        if param.annotation is not param.empty:
+            shown += f": {_annotation(param.annotation)}"
+        if param.default is not param.empty:
+            shown += f" = {param.default!r}"
+        parts.append(shown)
+    returns = "" if signature.return_annotation is signature.empty else f" -> {_annotation(signature.return_annotation)}"
+    return f"({', '.join(parts)}){returns}"
+
+
+def _first_line(obj: Any) -> str:
+    doc = inspect.getdoc(obj) or ""
+    return doc.strip().split("\n\n")[0].replace("\n", " ")
+
+
+def _field_notes(cls: type) -> dict[str, str]:
+    """The trailing comment of each field in the class's source (its shape, usually)."""
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        return {}
+    notes = {}
+    for line in source.splitlines():
+        match = _COMMENT.match(line)
+        if match:
+            notes[match.group(1)] = match.group(2).strip()
+    return notes
+
+
+def parameter_classes(module: ModuleType) -> list[type]:
+    """The dataclasses a family's protocol module names (defined there or imported for its operations)."""
+    found = [v for v in vars(module).values() if isinstance(v, type) and dataclasses.is_dataclass(v)]
+    return sorted(set(found), key=lambda c: c.__name__)
+
+
+def _operations_table(module: ModuleType) -> str:
+    family = getattr(module, "FAMILY", None)
+    operations = getattr(family, "operations", ()) if family is not None else ()
+    if not operations:
+        return "This family declares no operation."
+    lines = ["| Operation | Declared by | Signature | What it computes |", "|---|---|---|---|"]
+    for op in operations:
+        method = getattr(op.protocol, op.method, None)
+        anchor = f"{module.__name__}.{op.protocol.__name__}.{op.method}"
+        lines.append(f"| [`{op.method}`](#{anchor}) | `{op.protocol.__name__}` | "
+                     f"`{(op.method + _signature(method)).replace(chr(10), ' ')}` | {_cell(_first_line(method))} |")
+    return "\n".join(lines)
+
+
+def _parameters_section(module: ModuleType) -> str:
+    out = []
+    for cls in parameter_classes(module):
+        notes = _field_notes(cls)
+        hints = {f.name: f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+                 for f in dataclasses.fields(cls)}
+        lines = [f"### `{cls.__name__}`", _first_line(cls),
+                 "| Field | Type | Shape, meaning |\n|---|---|---|\n" + "\n".join(
+                     f"| `{name}` | `{_cell(str(kind))}` | {_cell(notes.get(name, ''))} |" for name, kind in hints.items())]
+        properties = [n for n, v in vars(cls).items() if isinstance(v, property)]
+        if properties:
+            lines.append("Derived: " + ", ".join(f"`{n}` ({_first_line(getattr(cls, n)).rstrip('.')})"
+                                                 for n in properties) + ".")
+        out.append("\n\n".join(lines))
+    return "\n\n".join(["## Parameter classes", *out]) if out else ""
+
+
+def _conventions_section(module: ModuleType) -> str:
+    conventions = getattr(module, "CONVENTIONS", None) or getattr(getattr(module, "FAMILY", None), "conventions", None)
+    if not isinstance(conventions, Mapping) or not conventions:
+        return ""
+    lines = ["| Convention | Values | Meaning |", "|---|---|---|"]
+    for name, convention in conventions.items():
+        values = ", ".join(f"`{v!r}`" for v in getattr(convention, "values", ()))
+        lines.append(f"| `{name}` | {_cell(values)} | {_cell(str(getattr(convention, 'doc', '')))} |")
+    return ("## Conventions\n\nAn implementation may declare which values of each convention it follows "
+            "(`capabilities`); a convention it does not name means every value.\n\n" + "\n".join(lines))
+
+
+def protocol_page(family: str) -> str:
+    """A family's protocol page: operations, parameter classes, conventions, then the module's reference."""
+    title = family_title(family)
+    out = [f"# Protocol: {title}",
+           f"What an implementation of the `{family}` family ({title.lower()}) may provide. An implementation is any object "
+           "with a `name` and some of these methods; the suite runs every property whose operations it "
+           "provides and reports the others as not applicable ([overview](index.md)). For inputs outside its "
+           "domain an operation raises `NotApplicable` (see the overview)."]
+    try:
+        module = importlib.import_module(f"specformer.protocol.{family}")
+    except ImportError as exc:  # pragma: no cover - the protocol ships with the package
+        return "\n\n".join(out + [f"The protocol module could not be imported: `{exc}`."]) + "\n"
+    out += ["## Operations", _operations_table(module), _parameters_section(module), _conventions_section(module),
+            "## Reference",
+            f"::: specformer.protocol.{family}\n    options:\n      show_root_heading: false\n"
+            "      show_root_toc_entry: false\n      show_if_no_docstring: true\n      members_order: source\n"
+            "      heading_level: 3\n"]
+    return "\n\n".join(part for part in out if part)
+
+
+def protocol_index(families: Sequence[str]) -> str:
+    """The protocol's overview: what an implementation is, and a link per family."""
+    links = "\n".join(f"- [{family_title(f)}]({f}.md)" for f in families)
+    return ("# The implementation protocol\n\n"
+            "An implementation is any Python object with a `name` and some of the operations of the families "
+            "below, given to `specformer run --impl FILE.py` or `--impl module:attribute`. The suite runs every "
+            "property whose operations it provides, on each device and dtype; a property whose operations are "
+            "missing is *not applicable*, not a failure. Each family's page gives every operation with its "
+            "signature and docstring, the fields of its parameter classes and its conventions.\n\n"
+            f"{links}\n\n"
+            "::: specformer.protocol.base\n    options:\n      show_root_heading: false\n"
+            "      show_root_toc_entry: false\n      heading_level: 2\n")
