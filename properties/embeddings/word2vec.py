@@ -3,11 +3,13 @@ the noise distribution and CBOW's average (``spec/embeddings/word2vec.md``).
 
 Expected values are written out here in float64: the softmax ``p(w_O | w_I)`` of 001, the
 average log probability of 000, the negative-sampling loss of 001, ``f^e / sum f^e``, and
-the mean of the context rows. Implementations are called through
-``ctx.noise_distribution`` and ``ctx.cbow_hidden``. Properties with ``needs=()`` run the
-documents' own code (002's ``SkipGram`` and ``negative_sampling_loss``, transcribed below)
-and the reference's pair and example builders; the harness's tests swap the small
-functions here for wrong ones to show each property can fail.
+the mean of the context rows, the window's pairs and contexts, and the optimum ``PMI - log k``
+of the expected negative-sampling loss. Implementations are called through the checked
+calls ``ctx.skipgram_pairs``, ``ctx.cbow_examples``, ``ctx.skipgram_softmax``,
+``ctx.negative_sampling_loss``, ``ctx.noise_distribution`` and ``ctx.cbow_hidden``.
+Properties with ``needs=()`` run the documents' own code (002's ``SkipGram`` and
+``negative_sampling_loss``, transcribed below) and count FLOPs of the two output layers;
+the harness's tests swap the small functions here for wrong ones to show each can fail.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from torch import nn
 from specformer.context import Context
 from specformer.flops import count_flops
 from specformer.property import claim_property
-from specformer.reference.embeddings.word2vec import cbow_examples, negative_sampling_loss, skipgram_pairs
+from specformer.reference.embeddings.word2vec import negative_sampling_loss
 
 from . import strategies as sf
 
@@ -68,11 +70,6 @@ def average_log_probability(tokens: list[int], window: int, v: torch.Tensor, v_o
     return total / len(tokens)
 
 
-def pairs(tokens: list[int], window: int) -> list[tuple[int, int]]:
-    """The ``(centre, context)`` training pairs (the reference's builder)."""
-    return skipgram_pairs(tokens, window)
-
-
 @st.composite
 def text_cases(draw: st.DrawFn) -> tuple[list[int], int, torch.Tensor, torch.Tensor]:
     """Token ids (length 1 to 12 over ``V <= 6``), a window ``c`` of 1 to 3, and tables ``v``, ``v'`` ``(V, d)``."""
@@ -85,26 +82,46 @@ def text_cases(draw: st.DrawFn) -> tuple[list[int], int, torch.Tensor, torch.Ten
 SENTENCE = ["the", "quick", "brown", "fox", "jumps"]
 
 
-@claim_property("word2vec.skipgram-objective", needs=(), dtypes=("float64",))
+def window_pairs(tokens: list[int], window: int) -> list[tuple[int, int]]:
+    """The ``(w_t, w_{t+j})``, ``0 < |j| <= c``, inside the text, written out here."""
+    return [(tokens[t], tokens[t + j]) for t in range(len(tokens)) for j in range(-window, window + 1)
+            if j != 0 and 0 <= t + j < len(tokens)]
+
+
+@claim_property("word2vec.skipgram-objective", needs=("skipgram_pairs", "skipgram_softmax"))
 @given(case=text_cases())
 @example(case=([0, 1, 2, 3, 4], 1, torch.eye(5, 2, dtype=F64), torch.eye(5, 2, dtype=F64)))
 def the_skipgram_objective_averages_log_p_over_the_window_pairs(ctx: Context, case) -> None:
-    """000's objective is ``-1/T`` times the summed loss of the training pairs: every ``(w_t, w_{t+j})``
-    with ``0 < |j| <= c`` inside the text, ``2cT - c(c+1)`` of them when ``T > c``; in 002's sentence with
-    window 1 the centre "brown" has the pairs (brown, quick) and (brown, fox)."""
+    """000's objective is ``-1/T`` times the summed loss of the implementation's training pairs, each scored
+    by its ``log p(w_O | w_I)``: the pairs are every ``(w_t, w_{t+j})`` with ``0 < |j| <= c`` inside the text
+    (``2cT - c(c+1)`` of them when ``T > c``), in any order; in 002's sentence with window 1 the centre
+    "brown" has the pairs (brown, quick) and (brown, fox)."""
     tokens, window, v, v_out = case
-    training = pairs(tokens, window)
-    loss = sum((-log_p(c, o, v, v_out) for c, o in training), torch.zeros((), dtype=F64))
-    ctx.assert_close(-loss / len(tokens), average_log_probability(tokens, window, v, v_out),
-                     "average log probability against the pairs' summed loss", scale=8)
-    t = len(tokens)
-    expected = sum(min(window, i) + min(window, t - 1 - i) for i in range(t))
-    assert len(training) == expected, f"{len(training)} pairs, the window allows {expected}"
-    if t > window:
-        assert expected == 2 * window * t - window * (window + 1), f"{expected} pairs is not 2cT - c(c+1)"
+    training = ctx.skipgram_pairs(tokens, window)
+    expected_pairs = window_pairs(tokens, window)
+    assert sorted(training) == sorted(expected_pairs), (
+        f"{len(training)} pairs {sorted(training)[:12]}, the window of {window} gives {sorted(expected_pairs)[:12]}"
+    )
+    probabilities = ctx.skipgram_softmax(torch.arange(v.shape[0]), v, v_out)  # (V, V): row = centre
+    objective = sum((torch.log(probabilities[c, o]) for c, o in training), torch.zeros((), dtype=F64))
+    ctx.assert_close(objective / len(tokens), average_log_probability(tokens, window, v, v_out),
+                     "1/T sum of the pairs' log p against 000's average log probability", scale=8)
     if tokens == [0, 1, 2, 3, 4] and window == 1:
-        named = [(SENTENCE[c], SENTENCE[o]) for c, o in training if SENTENCE[c] == "brown"]
-        assert named == [("brown", "quick"), ("brown", "fox")], f"pairs of 'brown': {named}"
+        named = sorted((SENTENCE[c], SENTENCE[o]) for c, o in training if SENTENCE[c] == "brown")
+        assert named == [("brown", "fox"), ("brown", "quick")], f"pairs of 'brown': {named}"
+
+
+@claim_property("word2vec.softmax", needs=("skipgram_softmax",))
+@given(case=text_cases())
+@example(case=([0], 1, torch.tensor([[1.0], [0.0]], dtype=F64), torch.tensor([[2.0], [-1.0]], dtype=F64)))
+def the_skipgram_probability_is_the_softmax_of_the_output_scores(ctx: Context, case) -> None:
+    """001's ``p(w_O | w_I) = exp(v'_O . v_I) / sum_w exp(v'_w . v_I)`` for every centre and every word of
+    the vocabulary, with separate input vectors ``v`` and output vectors ``v'``."""
+    tokens, _, v, v_out = case
+    centres = torch.tensor(tokens)
+    scores = v[centres] @ v_out.T  # (B, d) @ (d, V) -> (B, V)
+    expected = torch.exp(scores - torch.logsumexp(scores, dim=1, keepdim=True))  # (B, V)
+    ctx.assert_close(ctx.skipgram_softmax(centres, v, v_out), expected, "p(w | w_I)", scale=4)
 
 
 def code_loss(model: SkipGram, centre: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
@@ -223,6 +240,18 @@ def the_codes_loss_is_001s_loss_with_one_table_for_both_roles(ctx: Context, case
     ctx.assert_close(batched, loss_001(centre, positive, negatives, v, v_out), "001's loss, batched and summed")
 
 
+@claim_property("word2vec.negative-sampling", needs=("negative_sampling_loss",))
+@given(case=sampling_cases())
+@example(case=NS_EXAMPLE)
+def the_negative_sampling_loss_is_001s_formula(ctx: Context, case) -> None:
+    """001's ``-log sigma(v'_O . v_I) - sum_i log sigma(-v'_i . v_I)`` per pair, the noise words' terms summed
+    (a repeated noise word counted each time), ``v`` the input table and ``v'`` the output table."""
+    centre, positive, negatives, v, v_out = case
+    actual = ctx.negative_sampling_loss(torch.tensor([centre]), torch.tensor([positive]), torch.tensor([negatives]),
+                                        v, v_out)
+    ctx.assert_close(actual, loss_001(centre, positive, negatives, v, v_out)[None], "001's loss", scale=4)
+
+
 @claim_property("word2vec.negative-sampling", needs=(), expect="counterexample", dtypes=("float64",))
 @given(case=sampling_cases())
 @example(case=NS_EXAMPLE)
@@ -308,24 +337,100 @@ def cbows_hidden_vector_ignores_the_order_of_the_context(ctx: Context, case, dat
 # --- training examples ------------------------------------------------------------------------
 
 
-def examples(tokens: list[int], window: int) -> tuple[int, int]:
-    """The number of skip-gram pairs and of CBOW examples of a text (the reference's builders)."""
-    return len(pairs(tokens, window)), len(cbow_examples(tokens, window))
+def window_contexts(tokens: list[int], window: int) -> list[tuple[list[int], int]]:
+    """CBOW's ``(context, centre)`` examples written out here: the neighbours within ``c``, centre left out."""
+    return [([tokens[j] for j in range(max(0, t - window), min(len(tokens), t + window + 1)) if j != t], tokens[t])
+            for t in range(len(tokens)) if len(tokens) > 1]
 
 
-@claim_property("word2vec.training-examples", needs=(), dtypes=("float64",))
-@given(length=st.integers(2, 60), window=st.integers(1, 10))
-@example(length=5, window=1)
-def skipgram_makes_about_2c_examples_per_word_and_cbow_one(ctx: Context, length, window) -> None:
-    """Each position of a text of ``T >= 2`` words is one CBOW example, and the centre of up to ``2c``
-    skip-gram pairs: ``sum_t min(c, t) + min(c, T - 1 - t)`` pairs, ``2cT - c(c+1)`` when ``T > c``. Per
-    epoch skip-gram evaluates its output layer ``2c - c(c+1)/T`` times as often as CBOW."""
-    tokens = list(range(length))
-    skipgram, cbow = examples(tokens, window)
+@claim_property("word2vec.training-examples", needs=("skipgram_pairs", "cbow_examples"))
+@given(length=st.integers(2, 60), window=st.integers(1, 10), data=st.data())
+@example(length=5, window=1, data=None)
+def skipgram_makes_about_2c_examples_per_word_and_cbow_one(ctx: Context, length, window, data) -> None:
+    """Each position of a text of ``T >= 2`` words is one CBOW example (its neighbours within ``c``, the centre
+    left out), and the centre of up to ``2c`` skip-gram pairs: ``sum_t min(c, t) + min(c, T - 1 - t)`` pairs,
+    ``2cT - c(c+1)`` when ``T > c``. Per epoch skip-gram evaluates its output layer ``2c - c(c+1)/T`` times as
+    often as CBOW."""
+    vocab = length if data is None else data.draw(st.integers(1, length), label="V")
+    tokens = list(range(length)) if data is None else data.draw(
+        st.lists(st.integers(0, vocab - 1), min_size=length, max_size=length), label="tokens")
+    skipgram = ctx.skipgram_pairs(tokens, window)
+    cbow = ctx.cbow_examples(tokens, window)
     expected = sum(min(window, t) + min(window, length - 1 - t) for t in range(length))
-    assert cbow == length, f"{cbow} CBOW examples for {length} words"
-    assert skipgram == expected, f"{skipgram} skip-gram pairs, expected {expected}"
+    assert len(cbow) == length, f"{len(cbow)} CBOW examples for {length} words"
+    assert len(skipgram) == expected, f"{len(skipgram)} skip-gram pairs, expected {expected}"
+    assert sorted(skipgram) == sorted(window_pairs(tokens, window)), "the skip-gram pairs are not the window's"
+    got = sorted((sorted(context), centre) for context, centre in cbow)
+    want = sorted((sorted(context), centre) for context, centre in window_contexts(tokens, window))
+    assert got == want, f"CBOW examples {got[:6]}, the window of {window} gives {want[:6]}"
     if length > window:
-        assert skipgram == 2 * window * length - window * (window + 1), f"{skipgram} pairs is not 2cT - c(c+1)"
-        ratio = skipgram / cbow
+        assert len(skipgram) == 2 * window * length - window * (window + 1), "not 2cT - c(c+1) pairs"
+        ratio = len(skipgram) / len(cbow)
         assert math.isclose(ratio, 2 * window - window * (window + 1) / length), f"ratio {ratio} is not 2c - c(c+1)/T"
+
+
+#: 002's CBOW example: the context ["the", "quick", "fox"] around "brown" in "The quick brown fox jumps".
+CBOW_CONTEXT = [0, 1, 3]
+
+
+@claim_property("word2vec.cbow-example-context", needs=("cbow_examples",), expect="counterexample")
+@given(window=st.integers(1, 4))
+def the_documents_cbow_context_comes_from_a_window(ctx: Context, window) -> None:
+    """As written, 002's CBOW example predicts "brown" (id 2) from the context ["the", "quick", "fox"] of
+    "The quick brown fox jumps" (ids 0..4): some window ``c`` gives that context. Window 1 gives
+    [quick, fox], window 2 and more [the, quick, fox, jumps]: no window leaves out "jumps" and keeps "the"."""
+    contexts = [sorted(context) for context, centre in ctx.cbow_examples([0, 1, 2, 3, 4], window) if centre == 2]
+    assert contexts == [CBOW_CONTEXT], (
+        f"window {window}: the context of 'brown' is {[[SENTENCE[i] for i in c] for c in contexts]}, "
+        "not ['the', 'quick', 'fox']"
+    )
+
+
+# --- skip-gram with negative sampling factorises a shifted PMI matrix ---------------------------
+
+
+@st.composite
+def cooccurrence_tables(draw: st.DrawFn) -> torch.Tensor:
+    """Whole co-occurrence counts ``#(w, c)`` ``(V, V)``, every entry from 1 to 50."""
+    vocab = draw(st.integers(2, 4))
+    values = draw(st.lists(st.integers(1, 50), min_size=vocab * vocab, max_size=vocab * vocab), label="counts")
+    return torch.tensor(values, dtype=F64).reshape(vocab, vocab)  # (V * V,) -> (V, V)
+
+
+@claim_property("word2vec.shifted-pmi", needs=("negative_sampling_loss",), dtypes=("float64",))
+@given(counts=cooccurrence_tables(), k=st.integers(2, 15), data=st.data())
+@example(counts=torch.tensor([[10.0, 2.0], [2.0, 10.0]], dtype=F64), k=5, data=None)
+def sgns_is_optimal_at_pmi_minus_log_k(ctx: Context, counts, k, data) -> None:
+    """Levy and Goldberg (2014): with ``k`` noise words from the unigram distribution, the expected
+    negative-sampling loss of a pair ``(w, c)``, ``#(w,c) l_+(x) + k #(w) #(c) / D l_-(x)`` with the
+    implementation's terms ``l_+(x) = -log sigma(x)`` and ``l_-(x) = -log sigma(-x)`` at the score
+    ``x = v'_c . v_w``, is smallest at ``x = PMI(w, c) - log k``, not at ``log #(w, c)`` nor at ``PMI``."""
+    w, c = (0, 1) if data is None else (data.draw(st.integers(0, counts.shape[0] - 1), label="w"),
+                                        data.draw(st.integers(0, counts.shape[0] - 1), label="c"))
+    total = counts.sum()
+    a = counts[w, c]
+    b = k * counts[w].sum() * counts[:, c].sum() / total
+    pmi = math.log(float(a * total / (counts[w].sum() * counts[:, c].sum())))
+    optimum = pmi - math.log(k)
+    step = 0.01
+    grid = torch.tensor([optimum + step * i for i in range(-300, 301)], dtype=F64)  # (P,) scores x
+    n = grid.shape[0]
+    in_table = torch.cat([grid[:, None], torch.ones(1, 1, dtype=F64)])  # (P + 1, 1): row i is x_i, row P is 1
+    out_table = torch.cat([torch.ones(1, 1, dtype=F64), torch.zeros(1, 1, dtype=F64)])  # (2, 1): e, 0
+    out_table = torch.cat([out_table, torch.zeros(n - 1, 1, dtype=F64)])  # (P + 1, 1): both tables (V, d)
+    centres = torch.arange(n)
+    scored, unscored = torch.zeros(n, dtype=torch.int64), torch.ones(n, dtype=torch.int64)  # output rows 1 and 0
+    # positive: the row scoring x, noise: the row scoring 0: l_+(x) + log 2; then the other way round
+    positive = ctx.negative_sampling_loss(centres, scored, unscored[:, None], in_table, out_table) - math.log(2.0)
+    negative = ctx.negative_sampling_loss(centres, unscored, scored[:, None], in_table, out_table) - math.log(2.0)
+    expected = a * positive + b * negative  # (P,)
+    best = float(grid[int(expected.argmin())])
+    assert abs(best - optimum) <= step + 1e-9, (
+        f"the expected loss is smallest at x = {best:.4f}, not at PMI - log k = {pmi:.4f} - {math.log(k):.4f} "
+        f"= {optimum:.4f} (#(w,c) = {float(a):g}, k #(w) #(c) / D = {float(b):.4g})"
+    )
+    raw = math.log(float(a))
+    for name, x in (("PMI", pmi), ("log #(w, c)", raw)):
+        if abs(x - optimum) > 3 * step and abs(x - optimum) < 300 * step:
+            i = round((x - optimum) / step) + 300
+            assert expected[i] > expected[300], f"the loss at {name} = {x:.4f} is not above the optimum's"

@@ -9,10 +9,20 @@
   (``similarity.zero-vector`` records what PyTorch does there);
 * ``cbow_hidden``: ``torch.nn.EmbeddingBag(mode="mean")`` holding the table, one bag per
   row of the ``(B, c)`` context ids.
+* ``lookup_gradient``: the gradient autograd gives ``nn.Embedding``'s weight for
+  ``sum(module(ids) * upstream)`` (dense, ``sparse=False``);
+* ``embedding_init``: the weight of a fresh ``nn.Embedding(V, d)`` after
+  ``torch.manual_seed(seed)`` (PyTorch's ``reset_parameters``: ``init.normal_``), with the
+  global generator's state restored afterwards;
+* ``tied_logits``: ``nn.Linear(d, V, bias=False)`` whose weight is set to the embedding's
+  weight (``output.weight = embedding.weight``, the usual tying);
+* ``euclidean_distance``: ``torch.nn.functional.pairwise_distance(a, b)`` (``p = 2``), which
+  adds its default ``eps = 1e-6`` to each difference before the norm.
 
 The modules are built in the table's dtype and on its device, and hold the table as
 their weight without copying it (nothing writes to it). The noise distribution, GloVe's
-weight and FastText's n-grams have no PyTorch counterpart and are not provided.
+weight and counts, word2vec's examples and losses and FastText's n-grams have no PyTorch
+counterpart and are not provided.
 """
 
 from __future__ import annotations
@@ -42,6 +52,33 @@ class TorchEmbedding:
         module = nn.EmbeddingBag.from_pretrained(table, freeze=True, mode="mean")
         with torch.no_grad():
             return module(context_ids)
+
+    def lookup_gradient(self, ids: torch.Tensor, table: torch.Tensor, upstream: torch.Tensor) -> torch.Tensor:
+        """``nn.Embedding``'s weight gradient of ``(module(ids) * upstream).sum()``: ``(V, d)``."""
+        module = nn.Embedding.from_pretrained(table.clone(), freeze=False)
+        with torch.enable_grad():
+            (module(ids) * upstream).sum().backward()
+        assert module.weight.grad is not None
+        return module.weight.grad
+
+    def embedding_init(self, vocab_size: int, dim: int, seed: int, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """``torch.manual_seed(seed); nn.Embedding(vocab_size, dim, dtype=dtype).weight``."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            module = nn.Embedding(vocab_size, dim, dtype=dtype)
+        return module.weight.detach()
+
+    def tied_logits(self, hidden: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        """An output ``nn.Linear`` tied to ``nn.Embedding.from_pretrained(table)``: ``(B, d) -> (B, V)``."""
+        embedding = nn.Embedding.from_pretrained(table, freeze=True)
+        output = nn.Linear(table.shape[1], table.shape[0], bias=False, dtype=table.dtype, device=table.device)
+        output.weight = embedding.weight  # tied: one Parameter for both
+        with torch.no_grad():
+            return output(hidden)
+
+    def euclidean_distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """``F.pairwise_distance(a, b)`` (``p = 2``, ``eps = 1e-6``): ``(n, d), (n, d) -> (n,)``."""
+        return F.pairwise_distance(a, b)
 
 
 implementation = TorchEmbedding()
