@@ -5,8 +5,8 @@
 * ``cosine_similarity``: ``torch.nn.functional.cosine_similarity(a, b, dim=-1)`` with its
   default ``eps = 1e-8``. PyTorch divides by ``max(|a|, eps) max(|b|, eps)``: a zero row
   gives 0 and a row shorter than ``eps`` a cosine shrunk towards 0, where the protocol
-  leaves the zero vector outside the domain; the properties draw rows of norm >= 0.1
-  (``similarity.zero-vector`` records what PyTorch does there);
+  leaves the zero vector outside the domain (a ValueError); ``deviations.toml`` lists
+  ``similarity.zero-vector`` for it;
 * ``cbow_hidden``: ``torch.nn.EmbeddingBag(mode="mean")`` holding the table, one bag per
   row of the ``(B, c)`` context ids.
 * ``lookup_gradient``: the gradient autograd gives ``nn.Embedding``'s weight for
@@ -16,8 +16,10 @@
   global generator's state restored afterwards;
 * ``tied_logits``: ``nn.Linear(d, V, bias=False)`` whose weight is set to the embedding's
   weight (``output.weight = embedding.weight``, the usual tying);
-* ``euclidean_distance``: ``torch.nn.functional.pairwise_distance(a, b)`` (``p = 2``), which
-  adds its default ``eps = 1e-6`` to each difference before the norm.
+* ``euclidean_distance``: ``torch.nn.functional.pairwise_distance(a, b, eps=0.0)`` (``p = 2``).
+  Its default ``eps = 1e-6`` is added to every difference before the norm, which moves a
+  distance by up to ``1e-6 sqrt(d)``: beyond float64's tolerance, so the adapter passes
+  ``eps=0.0`` (a documented argument), as a user computing a plain distance would.
 
 The modules are built in the table's dtype and on its device, and hold the table as
 their weight without copying it (nothing writes to it). The noise distribution, GloVe's
@@ -77,8 +79,8 @@ class TorchEmbedding:
             return output(hidden)
 
     def euclidean_distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """``F.pairwise_distance(a, b)`` (``p = 2``, ``eps = 1e-6``): ``(n, d), (n, d) -> (n,)``."""
-        return F.pairwise_distance(a, b)
+        """``F.pairwise_distance(a, b, eps=0.0)`` (``p = 2``): ``(n, d), (n, d) -> (n,)``."""
+        return F.pairwise_distance(a, b, eps=0.0)
 
 
 implementation = TorchEmbedding()
