@@ -373,6 +373,19 @@ def skipgram_makes_about_2c_examples_per_word_and_cbow_one(ctx: Context, length,
 CBOW_CONTEXT = [0, 1, 3]
 
 
+@claim_property("word2vec.cbow-example-context", needs=("cbow_examples",))
+@given(window=st.integers(1, 6))
+def the_context_of_brown_is_two_words_or_four(ctx: Context, window) -> None:
+    """Corrected: in "The quick brown fox jumps" (ids 0..4) the implementation's CBOW context of "brown" (id 2)
+    is [quick, fox] for window 1 and [the, quick, fox, jumps] for every window of 2 or more."""
+    contexts = [sorted(context) for context, centre in ctx.cbow_examples([0, 1, 2, 3, 4], window) if centre == 2]
+    expected = [[1, 3]] if window == 1 else [[0, 1, 3, 4]]
+    assert contexts == expected, (
+        f"window {window}: the context of 'brown' is {[[SENTENCE[i] for i in c] for c in contexts]}, "
+        f"expected {[[SENTENCE[i] for i in c] for c in expected]}"
+    )
+
+
 @claim_property("word2vec.cbow-example-context", needs=("cbow_examples",), expect="counterexample")
 @given(window=st.integers(1, 4))
 def the_documents_cbow_context_comes_from_a_window(ctx: Context, window) -> None:
@@ -397,6 +410,39 @@ def cooccurrence_tables(draw: st.DrawFn) -> torch.Tensor:
     return torch.tensor(values, dtype=F64).reshape(vocab, vocab)  # (V * V,) -> (V, V)
 
 
+def expected_sgns_loss(ctx: Context, counts: torch.Tensor, k: int, w: int, c: int,
+                       centre: float) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """The implementation's expected loss of the pair ``(w, c)`` at 601 scores ``x`` 0.01 apart around ``centre``.
+
+    Returns the grid ``(P,)``, the losses ``#(w,c) l_+(x) + k #(w) #(c) / D l_-(x)`` ``(P,)`` and ``PMI(w, c)``.
+    """
+    total = counts.sum()
+    a = counts[w, c]
+    b = k * counts[w].sum() * counts[:, c].sum() / total
+    pmi = math.log(float(a * total / (counts[w].sum() * counts[:, c].sum())))
+    grid = torch.tensor([centre + STEP * i for i in range(-300, 301)], dtype=F64)  # (P,) scores x
+    n = grid.shape[0]
+    in_table = torch.cat([grid[:, None], torch.ones(1, 1, dtype=F64)])  # (P + 1, 1): row i is x_i
+    out_table = torch.cat([torch.ones(1, 1, dtype=F64), torch.zeros(n, 1, dtype=F64)])  # (P + 1, 1): 1, then 0s
+    centres = torch.arange(n)
+    scored, unscored = torch.zeros(n, dtype=torch.int64), torch.ones(n, dtype=torch.int64)  # output rows 0 and 1
+    # positive: the row scoring x, noise: the row scoring 0: l_+(x) + log 2; then the other way round
+    positive = ctx.negative_sampling_loss(centres, scored, unscored[:, None], in_table, out_table) - math.log(2.0)
+    negative = ctx.negative_sampling_loss(centres, unscored, scored[:, None], in_table, out_table) - math.log(2.0)
+    return grid, a * positive + b * negative, pmi
+
+
+#: The spacing of the scores at which the expected negative-sampling loss is evaluated.
+STEP = 0.01
+
+
+def pair_of(counts: torch.Tensor, data: st.DataObject | None) -> tuple[int, int]:
+    if data is None:
+        return 0, 1
+    return (data.draw(st.integers(0, counts.shape[0] - 1), label="w"),
+            data.draw(st.integers(0, counts.shape[0] - 1), label="c"))
+
+
 @claim_property("word2vec.shifted-pmi", needs=("negative_sampling_loss",), dtypes=("float64",))
 @given(counts=cooccurrence_tables(), k=st.integers(2, 15), data=st.data())
 @example(counts=torch.tensor([[10.0, 2.0], [2.0, 10.0]], dtype=F64), k=5, data=None)
@@ -405,32 +451,33 @@ def sgns_is_optimal_at_pmi_minus_log_k(ctx: Context, counts, k, data) -> None:
     negative-sampling loss of a pair ``(w, c)``, ``#(w,c) l_+(x) + k #(w) #(c) / D l_-(x)`` with the
     implementation's terms ``l_+(x) = -log sigma(x)`` and ``l_-(x) = -log sigma(-x)`` at the score
     ``x = v'_c . v_w``, is smallest at ``x = PMI(w, c) - log k``, not at ``log #(w, c)`` nor at ``PMI``."""
-    w, c = (0, 1) if data is None else (data.draw(st.integers(0, counts.shape[0] - 1), label="w"),
-                                        data.draw(st.integers(0, counts.shape[0] - 1), label="c"))
+    w, c = pair_of(counts, data)
     total = counts.sum()
-    a = counts[w, c]
-    b = k * counts[w].sum() * counts[:, c].sum() / total
-    pmi = math.log(float(a * total / (counts[w].sum() * counts[:, c].sum())))
-    optimum = pmi - math.log(k)
-    step = 0.01
-    grid = torch.tensor([optimum + step * i for i in range(-300, 301)], dtype=F64)  # (P,) scores x
-    n = grid.shape[0]
-    in_table = torch.cat([grid[:, None], torch.ones(1, 1, dtype=F64)])  # (P + 1, 1): row i is x_i, row P is 1
-    out_table = torch.cat([torch.ones(1, 1, dtype=F64), torch.zeros(1, 1, dtype=F64)])  # (2, 1): e, 0
-    out_table = torch.cat([out_table, torch.zeros(n - 1, 1, dtype=F64)])  # (P + 1, 1): both tables (V, d)
-    centres = torch.arange(n)
-    scored, unscored = torch.zeros(n, dtype=torch.int64), torch.ones(n, dtype=torch.int64)  # output rows 1 and 0
-    # positive: the row scoring x, noise: the row scoring 0: l_+(x) + log 2; then the other way round
-    positive = ctx.negative_sampling_loss(centres, scored, unscored[:, None], in_table, out_table) - math.log(2.0)
-    negative = ctx.negative_sampling_loss(centres, unscored, scored[:, None], in_table, out_table) - math.log(2.0)
-    expected = a * positive + b * negative  # (P,)
+    optimum = math.log(float(counts[w, c] * total / (counts[w].sum() * counts[:, c].sum()))) - math.log(k)
+    grid, expected, pmi = expected_sgns_loss(ctx, counts, k, w, c, optimum)
     best = float(grid[int(expected.argmin())])
-    assert abs(best - optimum) <= step + 1e-9, (
+    assert abs(best - optimum) <= STEP + 1e-9, (
         f"the expected loss is smallest at x = {best:.4f}, not at PMI - log k = {pmi:.4f} - {math.log(k):.4f} "
-        f"= {optimum:.4f} (#(w,c) = {float(a):g}, k #(w) #(c) / D = {float(b):.4g})"
+        f"= {optimum:.4f}"
     )
-    raw = math.log(float(a))
-    for name, x in (("PMI", pmi), ("log #(w, c)", raw)):
-        if abs(x - optimum) > 3 * step and abs(x - optimum) < 300 * step:
-            i = round((x - optimum) / step) + 300
+    for name, x in (("PMI", pmi), ("log #(w, c)", math.log(float(counts[w, c])))):
+        if 3 * STEP < abs(x - optimum) < 300 * STEP:
+            i = round((x - optimum) / STEP) + 300
             assert expected[i] > expected[300], f"the loss at {name} = {x:.4f} is not above the optimum's"
+
+
+@claim_property("word2vec.shifted-pmi", needs=("negative_sampling_loss",), expect="counterexample",
+                dtypes=("float64",))
+@given(counts=cooccurrence_tables(), k=st.integers(2, 15), data=st.data())
+@example(counts=torch.tensor([[10.0, 2.0], [2.0, 10.0]], dtype=F64), k=5, data=None)
+def sgns_factorises_the_co_occurrence_matrix_as_written(ctx: Context, counts, k, data) -> None:
+    """As written (001): the objective factorises the co-occurrence matrix, read as ``v_w . v'_c = log #(w, c)``
+    at the optimum: the implementation's expected loss of the pair is smallest within 0.01 of ``log #(w, c)``."""
+    w, c = pair_of(counts, data)
+    target = math.log(float(counts[w, c]))
+    grid, expected, pmi = expected_sgns_loss(ctx, counts, k, w, c, target)
+    best = float(grid[int(expected.argmin())])
+    assert abs(best - target) <= STEP + 1e-9, (
+        f"the expected loss is smallest at x = {best:.4f} (PMI - log k = {pmi - math.log(k):.4f}), "
+        f"not at log #(w, c) = {target:.4f}"
+    )
