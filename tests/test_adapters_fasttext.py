@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from conftest import run_row
-from specformer.protocol import NotApplicable, provided_operations
+from specformer.protocol import provided_operations
 from specformer.reference.embeddings.fasttext import char_ngrams
 
 needs_fasttext = pytest.mark.skipif(importlib.util.find_spec("fasttext") is None,
@@ -68,18 +68,26 @@ def test_fasttexts_word_vector_is_the_unit_mean(fasttext) -> None:
 
 
 @needs_fasttext
-def test_fasttext_is_float32_and_whitespace_free_only(fasttext) -> None:
-    rows = torch.ones(3, 2, dtype=torch.float64)
-    with pytest.raises(NotApplicable, match="float32"):
-        fasttext.fasttext_vector("cat", [], rows[:0], ["<ca", "cat", "at>"], rows, 3, 3)
-    with pytest.raises(NotApplicable, match="whitespace"):
-        fasttext.char_ngrams("a b", 3, 6)
+def test_fasttext_converts_float64_and_takes_whitespace_and_empty_words(fasttext) -> None:
+    rows = torch.arange(6, dtype=torch.float64).reshape(3, 2) + 1
+    vector = fasttext.fasttext_vector("cat", [], rows[:0], ["<ca", "cat", "at>"], rows, 3, 3)
+    assert vector.dtype == torch.float64
+    mean = rows.mean(0)
+    torch.testing.assert_close(vector, mean / mean.norm(), rtol=1e-6, atol=1e-7)
+    assert sorted(fasttext.char_ngrams("a b", 2, 3)) == sorted(char_ngrams("a b", 2, 3))
+    assert fasttext.char_ngrams("", 2, 2) == ["<>"]
+
+
+@needs_fasttext
+def test_fasttext_declares_the_mean(fasttext) -> None:
+    assert fasttext.capabilities.conventions["composition"] == frozenset({"mean"})
 
 
 @needs_fasttext
 @pytest.mark.parametrize(("qualname", "dtype", "outcome"), [
     ("fasttext.the_documents_trigrams_of_apple_and_where", "float64", "pass"),
     ("fasttext.the_implementation_composes_with_one_of_the_three_readings", "float32", "fail"),
+    ("fasttext.the_implementation_composes_with_one_of_the_three_readings", "float64", "fail"),
     ("fasttext.an_unseen_word_gets_the_vector_of_its_ngrams", "float32", "fail"),
 ])
 def test_fasttext_against_the_properties(fasttext, qualname: str, dtype: str, outcome: str) -> None:

@@ -183,10 +183,17 @@ def test_the_reference_rejects_bad_input() -> None:
 @pytest.mark.parametrize("how", ["sum", "mean", "word_plus_mean"])
 def test_each_reading_passes_the_composition_properties(how: str) -> None:
     """Any of the documents' three readings, used for every word, is a correct FastText."""
+    from specformer.protocol import Capabilities
+
     reading = Mutant(f"fasttext-vector-{how}", fasttext_vector=_vector_with(how))
-    for qualname in (IMPLEMENTATION_COMPOSES, UNSEEN):
-        row = run_row(qualname, reading)
-        assert row.outcome == "pass", (qualname, how, row.message)
+    for declared in (None, Capabilities(conventions={"composition": frozenset({how})})):
+        reading.capabilities = declared
+        for qualname in (IMPLEMENTATION_COMPOSES, UNSEEN):
+            row = run_row(qualname, reading)
+            assert row.outcome == "pass", (qualname, how, row.message)
+    other = next(h for h in ("sum", "mean") if h != how)
+    reading.capabilities = Capabilities(conventions={"composition": frozenset({other})})
+    assert run_row(IMPLEMENTATION_COMPOSES, reading).outcome == "fail"  # it does not do what it declares
 
 
 @pytest.mark.skipif(importlib.util.find_spec("gensim") is None, reason="gensim is not installed")

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from conftest import assert_caught, run_row
 from mutants import Mutant
+from specformer.protocol import Capabilities
 from specformer.properties.embeddings import word2vec
 
 UNIGRAM = Mutant("noise-exponent-1", noise_distribution=lambda counts, exponent=0.75: counts / counts.sum())
@@ -97,6 +98,7 @@ WRAPPING = Mutant("skipgram-pairs-wrap-around", skipgram_pairs=_wrapping_pairs)
 ONE_SIDED = Mutant("skipgram-pairs-one-sided", skipgram_pairs=_one_sided_pairs)
 DYNAMIC = Mutant("skipgram-dynamic-window", skipgram_pairs=_dynamic_window_pairs)
 CBOW_CENTRE = Mutant("cbow-context-keeps-the-centre", cbow_examples=_cbow_with_centre)
+CBOW_CENTRE.capabilities = Capabilities(conventions={"cbow_context": frozenset({"without_centre"})})  # says it drops it
 CBOW_ASYMMETRIC = Mutant("cbow-context-two-left-one-right", cbow_examples=_cbow_two_left_one_right)
 SOFTMAX_TIED = Mutant("skipgram-softmax-scores-against-the-input-table",
                       skipgram_softmax=lambda c, i, o: _softmax(c, i, o, tied=True))
@@ -241,3 +243,22 @@ def test_the_reference_rejects_bad_input() -> None:
         cbow_context_mean(torch.tensor([0, 1]), torch.ones(2, 3))
     with pytest.raises(ValueError, match="window must be a positive integer"):
         skipgram_pairs([1, 2, 3], 0)
+
+
+def test_a_cbow_that_declares_it_keeps_the_centre_passes_the_count_and_is_spared_the_documents_example() -> None:
+    """Keeping the centre word in CBOW's context is a convention: declared, the examples property accepts it,
+    and the properties about 002's example (which leaves it out) are not applicable at once."""
+    keeps = Mutant("cbow-context-keeps-the-centre-declared", cbow_examples=_cbow_with_centre)
+    keeps.capabilities = Capabilities(conventions={"cbow_context": frozenset({"with_centre"})})
+    assert run_row(EXAMPLES, keeps).outcome == "pass"
+    for qualname in (CBOW_CORRECTED, CBOW_CONTEXT):
+        row = run_row(qualname, keeps)
+        assert row.outcome == "not-applicable" and "cbow_context" in row.message, row
+
+
+def test_a_dynamic_window_declared_is_not_applicable_to_the_counting_properties() -> None:
+    dynamic = Mutant("skipgram-dynamic-window-declared", skipgram_pairs=_dynamic_window_pairs)
+    dynamic.capabilities = Capabilities(conventions={"skipgram_window": frozenset({"dynamic"})})
+    for qualname in (EXAMPLES, OBJECTIVE):
+        row = run_row(qualname, dynamic)
+        assert row.outcome == "not-applicable" and "skipgram_window" in row.message, row

@@ -180,7 +180,7 @@ def code_002_corrected(embeddings, biases, cooccurrence_matrix, x_max=sf.X_MAX):
     return loss
 
 
-@claim_property("glove.code", needs=(), dtypes=("float64",))
+@claim_property("glove.code", needs=(), about="documents-code", dtypes=("float64",))
 @given(case=glove_cases())
 @example(case=_example_002())
 def the_corrected_code_is_the_objective_with_one_table_and_one_bias(ctx: Context, case) -> None:
@@ -191,7 +191,7 @@ def the_corrected_code_is_the_objective_with_one_table_and_one_bias(ctx: Context
     ctx.assert_close(value, glove_loss(x, w, w, b, b), "002's corrected code against J with w~ = w, b~ = b", scale=16)
 
 
-@claim_property("glove.code", needs=(), expect="counterexample", dtypes=("float64",))
+@claim_property("glove.code", needs=(), about="documents-code", expect="counterexample", dtypes=("float64",))
 @given(case=glove_cases())
 @example(case=_example_002())
 def the_codes_glove_loss_runs_as_printed(ctx: Context, case) -> None:

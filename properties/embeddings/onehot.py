@@ -84,7 +84,7 @@ def dimensions(vocab: int, dim: int) -> tuple[int, int, int]:
     return one_hot.shape[-1], int(one_hot.count_nonzero()), embedding.embedding_dim
 
 
-@claim_property("onehot.hundred-times-smaller", needs=(), dtypes=("float64",), max_examples=1)
+@claim_property("onehot.hundred-times-smaller", needs=(), about="published-numbers", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def a_512_wide_embedding_is_97_7_times_narrower_than_a_50000_wide_one_hot_vector(ctx: Context, _) -> None:
     """Corrected: ``50,000 / 512 = 97.66``, within 3% of 100 and 100 only to one significant figure; the
@@ -97,7 +97,7 @@ def a_512_wide_embedding_is_97_7_times_narrower_than_a_50000_wide_one_hot_vector
     assert nonzero == 1, f"a one-hot vector has {nonzero} non-zero entries"
 
 
-@claim_property("onehot.hundred-times-smaller", needs=(), expect="counterexample", dtypes=("float64",),
+@claim_property("onehot.hundred-times-smaller", needs=(), about="published-numbers", expect="counterexample", dtypes=("float64",),
                 max_examples=1)
 @given(st.just(None))
 def a_512_wide_embedding_is_100_times_narrower_as_written(ctx: Context, _) -> None:
@@ -109,7 +109,7 @@ def a_512_wide_embedding_is_100_times_narrower_as_written(ctx: Context, _) -> No
     )
 
 
-@claim_property("onehot.embedding-parameters", needs=(), dtypes=("float64",), max_examples=1)
+@claim_property("onehot.embedding-parameters", needs=(), about="published-numbers", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def a_50k_by_4096_table_holds_204_8_million_parameters(ctx: Context, _) -> None:
     """``nn.Embedding(50000, 4096)`` holds ``204,800,000`` parameters: 200M to two significant figures."""
@@ -245,7 +245,7 @@ def _train_step(pretrained: torch.Tensor, ids: torch.Tensor, targets: torch.Tens
     return embedding, head, looked_up
 
 
-@claim_property("onehot.freezing", needs=(), dtypes=("float64",))
+@claim_property("onehot.freezing", needs=(), about="library", dtypes=("float64",))
 @given(case=pretrained_cases())
 def a_frozen_pretrained_table_stays_as_loaded_and_a_fine_tuned_one_moves(ctx: Context, case) -> None:
     """After ``weight.data = pretrained`` the lookup returns the pre-trained rows; with ``requires_grad =

@@ -120,7 +120,7 @@ def gensim_zero_vector() -> tuple[float, float] | None:
     return float(vectors.similarity("zero", "one")), float(all_of_them[1])
 
 
-@claim_property("similarity.zero-vector", needs=(), dtypes=("float64",))
+@claim_property("similarity.zero-vector", needs=(), about="library", dtypes=("float64",))
 @given(b=sf.tensors((3,)).filter(lambda v: float(v.norm()) > 1e-3), tiny=st.floats(1e-12, 4e-9))
 def libraries_disagree_on_a_zero_vector(ctx: Context, b, tiny) -> None:
     """The formula is 0/0 at a zero vector. PyTorch returns 0 (its documented ``a . b / (max(|a|, eps)
@@ -225,7 +225,7 @@ def analogy_questions(words: list[str]) -> tuple[torch.Tensor, int]:
     return torch.tensor(covered, dtype=torch.int64), len(lines)
 
 
-@claim_property("similarity.semantic-similarity", needs=(), dtypes=("float64",), max_examples=1)
+@claim_property("similarity.semantic-similarity", needs=(), about="library", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def in_minilms_table_related_words_are_among_each_others_nearest(ctx: Context, _) -> None:
     """In all-MiniLM-L6-v2's static table, each related pair's partner is among the 24 nearest of the whole
@@ -239,7 +239,7 @@ def in_minilms_table_related_words_are_among_each_others_nearest(ctx: Context, _
         assert abs(float(scores.mean())) < 0.05, f"{a!r}'s mean cosine with the vocabulary is {float(scores.mean()):.3f}"
 
 
-@claim_property("similarity.analogy", needs=(), dtypes=("float64",), max_examples=1)
+@claim_property("similarity.analogy", needs=(), about="library", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def in_minilms_table_3cosadd_finds_queen_and_berlin_and_half_the_analogy_file(ctx: Context, _) -> None:
     """With the three query words excluded (001's ``most_similar(positive=[king, woman], negative=[man])``),
@@ -261,7 +261,7 @@ def in_minilms_table_3cosadd_finds_queen_and_berlin_and_half_the_analogy_file(ct
     assert accuracy >= ACCURACY, f"3CosAdd answers {accuracy:.1%} of {len(questions)} covered questions"
 
 
-@claim_property("similarity.analogy", needs=(), expect="counterexample", dtypes=("float64",), max_examples=1)
+@claim_property("similarity.analogy", needs=(), about="library", expect="counterexample", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def the_vector_nearest_to_king_minus_man_plus_woman_is_queen_as_written(ctx: Context, _) -> None:
     """As written: the word whose vector is nearest to ``king - man + woman`` is queen (and to

@@ -96,6 +96,7 @@ def the_skipgram_objective_averages_log_p_over_the_window_pairs(ctx: Context, ca
     by its ``log p(w_O | w_I)``: the pairs are every ``(w_t, w_{t+j})`` with ``0 < |j| <= c`` inside the text
     (``2cT - c(c+1)`` of them when ``T > c``), in any order; in 002's sentence with window 1 the centre
     "brown" has the pairs (brown, quick) and (brown, fox)."""
+    ctx.require("skipgram_window", "fixed")
     tokens, window, v, v_out = case
     training = ctx.skipgram_pairs(tokens, window)
     expected_pairs = window_pairs(tokens, window)
@@ -129,7 +130,7 @@ def code_loss(model: SkipGram, centre: torch.Tensor, context: torch.Tensor) -> t
     return F.cross_entropy(model(centre), context, reduction="none")
 
 
-@claim_property("word2vec.softmax", needs=(), dtypes=("float64",))
+@claim_property("word2vec.softmax", needs=(), about="documents-code", dtypes=("float64",))
 @given(vocab=st.integers(2, 12), dim=st.integers(1, 6), data=st.data(), seed=sf.seeds())
 def the_codes_cross_entropy_is_minus_log_of_the_softmax_with_a_bias(ctx: Context, vocab, dim, data, seed) -> None:
     """002's ``SkipGram`` with ``F.cross_entropy`` is ``-log p(w_O | w_I)``, 001's softmax with ``v`` the
@@ -168,7 +169,7 @@ def negative_sampling_flops(vocab: int, dim: int, batch: int, k: int) -> int:
     return flops[0]
 
 
-@claim_property("word2vec.softmax-cost", needs=(), dtypes=("float64",), max_examples=20)
+@claim_property("word2vec.softmax-cost", needs=(), about="documents-code", dtypes=("float64",), max_examples=20)
 @given(vocab=st.sampled_from([1_000, 10_000, 50_000, 100_000, 3_000_000]), dim=st.sampled_from([100, 300]),
        batch=st.integers(1, 4), k=st.integers(1, 20))
 @example(vocab=50_000, dim=300, batch=1, k=5)
@@ -227,7 +228,7 @@ def run_002(center: int, positive: int, negatives: list[int], v: torch.Tensor, v
     return code_002(center, positive, negatives, v)
 
 
-@claim_property("word2vec.negative-sampling", needs=(), dtypes=("float64",))
+@claim_property("word2vec.negative-sampling", needs=(), about="documents-code", dtypes=("float64",))
 @given(case=sampling_cases())
 @example(case=NS_EXAMPLE)
 def the_codes_loss_is_001s_loss_with_one_table_for_both_roles(ctx: Context, case) -> None:
@@ -252,7 +253,7 @@ def the_negative_sampling_loss_is_001s_formula(ctx: Context, case) -> None:
     ctx.assert_close(actual, loss_001(centre, positive, negatives, v, v_out)[None], "001's loss", scale=4)
 
 
-@claim_property("word2vec.negative-sampling", needs=(), expect="counterexample", dtypes=("float64",))
+@claim_property("word2vec.negative-sampling", needs=(), about="documents-code", expect="counterexample", dtypes=("float64",))
 @given(case=sampling_cases())
 @example(case=NS_EXAMPLE)
 def the_codes_loss_is_001s_loss_as_written(ctx: Context, case) -> None:
@@ -351,6 +352,8 @@ def skipgram_makes_about_2c_examples_per_word_and_cbow_one(ctx: Context, length,
     left out), and the centre of up to ``2c`` skip-gram pairs: ``sum_t min(c, t) + min(c, T - 1 - t)`` pairs,
     ``2cT - c(c+1)`` when ``T > c``. Per epoch skip-gram evaluates its output layer ``2c - c(c+1)/T`` times as
     often as CBOW."""
+    ctx.require("skipgram_window", "fixed")
+    centre_kept = ctx.choices("cbow_context", ("without_centre", "with_centre"))
     vocab = length if data is None else data.draw(st.integers(1, length), label="V")
     tokens = list(range(length)) if data is None else data.draw(
         st.lists(st.integers(0, vocab - 1), min_size=length, max_size=length), label="tokens")
@@ -361,8 +364,11 @@ def skipgram_makes_about_2c_examples_per_word_and_cbow_one(ctx: Context, length,
     assert len(skipgram) == expected, f"{len(skipgram)} skip-gram pairs, expected {expected}"
     assert sorted(skipgram) == sorted(window_pairs(tokens, window)), "the skip-gram pairs are not the window's"
     got = sorted((sorted(context), centre) for context, centre in cbow)
-    want = sorted((sorted(context), centre) for context, centre in window_contexts(tokens, window))
-    assert got == want, f"CBOW examples {got[:6]}, the window of {window} gives {want[:6]}"
+    wants = {how: sorted((sorted(context + ([centre] if how == "with_centre" else [])), centre)
+                         for context, centre in window_contexts(tokens, window)) for how in centre_kept}
+    assert got in wants.values(), (
+        f"CBOW examples {got[:6]}, the window of {window} gives {wants[centre_kept[0]][:6]} ({centre_kept[0]})"
+    )
     if length > window:
         assert len(skipgram) == 2 * window * length - window * (window + 1), "not 2cT - c(c+1) pairs"
         ratio = len(skipgram) / len(cbow)
@@ -378,6 +384,7 @@ CBOW_CONTEXT = [0, 1, 3]
 def the_context_of_brown_is_two_words_or_four(ctx: Context, window) -> None:
     """Corrected: in "The quick brown fox jumps" (ids 0..4) the implementation's CBOW context of "brown" (id 2)
     is [quick, fox] for window 1 and [the, quick, fox, jumps] for every window of 2 or more."""
+    ctx.require("cbow_context", "without_centre")
     contexts = [sorted(context) for context, centre in ctx.cbow_examples([0, 1, 2, 3, 4], window) if centre == 2]
     expected = [[1, 3]] if window == 1 else [[0, 1, 3, 4]]
     assert contexts == expected, (
@@ -392,6 +399,7 @@ def the_documents_cbow_context_comes_from_a_window(ctx: Context, window) -> None
     """As written, 002's CBOW example predicts "brown" (id 2) from the context ["the", "quick", "fox"] of
     "The quick brown fox jumps" (ids 0..4): some window ``c`` gives that context. Window 1 gives
     [quick, fox], window 2 and more [the, quick, fox, jumps]: no window leaves out "jumps" and keeps "the"."""
+    ctx.require("cbow_context", "without_centre")
     contexts = [sorted(context) for context, centre in ctx.cbow_examples([0, 1, 2, 3, 4], window) if centre == 2]
     assert contexts == [CBOW_CONTEXT], (
         f"window {window}: the context of 'brown' is {[[SENTENCE[i] for i in c] for c in contexts]}, "

@@ -21,7 +21,8 @@
   Tables with entries beyond 40 in absolute value are not applicable (the softmax would
   overflow).
 * ``fasttext_vector``: ``FastTextKeyedVectors.get_vector`` of a ``FastTextKeyedVectors``
-  (``bucket`` = :data:`FASTTEXT_BUCKETS`) whose vocabulary is the given words with their
+  (``bucket``: the first count of :data:`FASTTEXT_BUCKETS` under which the given n-grams
+  fall in distinct buckets) whose vocabulary is the given words with their
   rows (``vectors_vocab``) and whose n-gram table holds each given n-gram's row at the
   bucket gensim hashes it to (``ft_ngram_hashes``), zero elsewhere; then
   ``adjust_vectors``, which stores ``(v + sum z) / (n + 1)`` for a known word, while an
@@ -43,12 +44,13 @@ from typing import Any
 import torch
 
 from specformer.adapters.hf_common import import_library
+from specformer.protocol import Capabilities
 from specformer.protocol.base import NotApplicable
 
 #: The release the adapter is written against.
 GENSIM_VERSION = "4.4.0"
-#: Buckets of the n-gram table the ``fasttext_vector`` adapter builds (a prime, as fastText's 2,000,003 is).
-FASTTEXT_BUCKETS = 100_003
+#: Bucket counts of the n-gram table the ``fasttext_vector`` adapter builds, tried in turn (primes).
+FASTTEXT_BUCKETS = (100_003, 100_019, 100_043, 100_049, 100_057, 100_069, 100_103, 100_109)
 #: Entries beyond this are outside the ``cbow_hidden`` domain (``exp`` of the hidden vector).
 CBOW_ENTRY_LIMIT = 40.0
 
@@ -71,9 +73,11 @@ def _word2vec(**settings: Any) -> Any:
 
 
 class GensimParts:
-    """gensim 4.4's n-grams, negative-sampling table and CBOW forward pass."""
+    """gensim 4.4's n-grams, negative-sampling table, CBOW forward pass and FastText vectors."""
 
     name = "gensim"
+    capabilities = Capabilities(dtypes=frozenset({"float32", "float64"}),
+                                conventions={"composition": frozenset({"mean"})})
 
     def char_ngrams(self, word: str, min_n: int = 3, max_n: int = 6) -> list[str]:
         """``gensim.models.fasttext.compute_ngrams(word, min_n, max_n)``."""
@@ -133,15 +137,17 @@ class GensimParts:
         dim = ngram_table.shape[1]
         if min_n < 2 or not all(w.isascii() for w in [word, *words, *ngrams]):
             raise NotApplicable("gensim hashes byte n-grams and leaves out the bare markers: ASCII and min_n >= 2 only")
-        vectors = fasttext.FastTextKeyedVectors(dim, min_n, max_n, FASTTEXT_BUCKETS, dtype=dtype)
-        table = np.zeros((FASTTEXT_BUCKETS, dim), dtype=dtype)
+        hashes = [fasttext.ft_hash_bytes(gram.encode("utf-8")) for gram in ngrams]
+        for buckets in FASTTEXT_BUCKETS:  # the first count that gives every given n-gram a bucket of its own
+            if len({h % buckets for h in hashes}) == len(set(ngrams)):
+                break
+        else:
+            raise RuntimeError("the given n-grams share buckets under every bucket count tried")
+        vectors = fasttext.FastTextKeyedVectors(dim, min_n, max_n, buckets, dtype=dtype)
+        table = np.zeros((buckets, dim), dtype=dtype)
         rows = ngram_table.detach().cpu().numpy()
-        taken: dict[int, str] = {}
-        for i, gram in enumerate(ngrams):
-            bucket = int(fasttext.ft_hash_bytes(gram.encode("utf-8")) % FASTTEXT_BUCKETS)
-            if taken.setdefault(bucket, gram) != gram:
-                raise NotApplicable(f"the n-grams {taken[bucket]!r} and {gram!r} share gensim's bucket {bucket}")
-            table[bucket] = rows[i]
+        for i, h in enumerate(hashes):
+            table[h % buckets] = rows[i]
         vectors.vectors_ngrams = table
         if words:
             vocab_rows = word_table.detach().cpu().numpy().astype(dtype)

@@ -52,8 +52,11 @@ contextual model (``token_vectors``), which keep the model's own floating dtype.
   before any layer; ``-1``: the last layer). A text longer than the model takes raises
   ``ValueError``; it is never cut silently.
 
-An adapter raises :class:`~specformer.protocol.base.NotApplicable` for inputs its library
-does not take. This module declares the operations only; :mod:`specformer.checked.embeddings`
+Conventions (:data:`CONVENTIONS`, declared in an adapter's ``capabilities``): ``composition``
+(``sum``, ``mean``, ``word_plus_mean``), ``skipgram_window`` (``fixed``, ``dynamic``) and
+``cbow_context`` (``without_centre``, ``with_centre``); the properties draw only what an
+implementation declares. An adapter declares the dtypes its library takes; inside its
+declaration it answers every example. This module declares the operations only; :mod:`specformer.checked.embeddings`
 calls them and checks what they return.
 """
 
@@ -64,8 +67,9 @@ from typing import Protocol
 import torch
 
 from specformer.protocol.base import Family, Operation
+from specformer.protocol.capabilities import Convention
 
-__all__ = ["ContextualImplementation", "EmbeddingImplementation", "FAMILY", "TableImplementation",
+__all__ = ["CONVENTIONS", "ContextualImplementation", "EmbeddingImplementation", "FAMILY", "TableImplementation",
            "WordVectorPartsImplementation", "WordVectorTrainingImplementation"]
 
 
@@ -178,6 +182,23 @@ class ContextualImplementation(Protocol):
         ...
 
 
+#: The conventions an embeddings implementation may declare (``Capabilities.conventions``).
+CONVENTIONS: dict[str, Convention] = {
+    "composition": Convention(
+        values=("sum", "mean", "word_plus_mean"),
+        doc="How fasttext_vector combines a word's own row with its n-gram rows: their sum (Bojanowski et "
+            "al., 000), their mean (fastText, gensim, 002's prose), or the word's row plus the n-grams' mean "
+            "(002's code). An unseen word gets its n-grams' sum, or their mean under the other two."),
+    "skipgram_window": Convention(
+        values=("fixed", "dynamic"),
+        doc="Whether skipgram_pairs pairs every word within the window (fixed, the documents' formula) or "
+            "shrinks the window per centre word (dynamic, word2vec's and gensim's sampling). The properties "
+            "that count pairs need a fixed window."),
+    "cbow_context": Convention(
+        values=("without_centre", "with_centre"),
+        doc="Whether cbow_examples' context leaves the centre word out (the documents) or keeps it."),
+}
+
 #: The embeddings family, registered in :data:`specformer.protocol.FAMILIES`.
 FAMILY = Family("embeddings", (
     Operation("embedding_lookup", EmbeddingImplementation),
@@ -198,4 +219,4 @@ FAMILY = Family("embeddings", (
     Operation("glove_loss", WordVectorTrainingImplementation),
     Operation("fasttext_vector", WordVectorTrainingImplementation),
     Operation("token_vectors", ContextualImplementation),
-))
+), CONVENTIONS)
