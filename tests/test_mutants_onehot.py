@@ -30,6 +30,7 @@ INIT = "onehot.nn_embedding_starts_from_standard_normal_entries"
 INIT_AS_WRITTEN = "onehot.nn_embedding_starts_uniform_within_one_over_sqrt_d_as_written"
 TYING = "onehot.a_tied_output_layer_shares_the_embedding_matrix"
 FREEZING = "onehot.a_frozen_pretrained_table_stays_as_loaded_and_a_fine_tuned_one_moves"
+FREEZING_DTYPE = "onehot.a_float64_array_through_weight_data_makes_the_table_float64_and_the_next_layer_raise"
 BACKPROP = "onehot.the_gradient_of_a_lookup_is_the_one_hot_transpose_times_the_upstream_gradient"
 
 def _uniform_table(vocab: int, dim: int, seed: int, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -154,7 +155,7 @@ def test_a_freeze_of_a_detached_copy_is_caught(monkeypatch) -> None:
 
 
 def test_every_onehot_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {RATIO, RATIO_AS_WRITTEN, PARAMETERS, INIT_AS_WRITTEN, FREEZING}
+    covered = {q for q, _ in CASES} | {RATIO, RATIO_AS_WRITTEN, PARAMETERS, INIT_AS_WRITTEN, FREEZING, FREEZING_DTYPE}
     mine = {q for q, p in properties.items() if p.module == "onehot"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -231,3 +232,15 @@ def test_nonzero_rows_replaces_only_short_rows() -> None:
 def test_id_tensors_have_the_shape(shape, data) -> None:
     ids = data.draw(sf.id_tensors(4, shape))
     assert tuple(ids.shape) == shape and ids.dtype == torch.int64
+
+
+def test_a_table_that_kept_its_float32_through_weight_data_is_caught(monkeypatch) -> None:
+    assert run_row(FREEZING_DTYPE, None).outcome == "pass"
+
+    def freeze_keeping_float32(embedding):
+        embedding.weight.data = embedding.weight.data.float()
+        embedding.weight.requires_grad = False
+
+    monkeypatch.setattr(onehot, "freeze", freeze_keeping_float32)
+    row = run_row(FREEZING_DTYPE, None)
+    assert row.outcome == "fail" and "after weight.data" in row.message, row

@@ -275,3 +275,32 @@ def the_gradient_of_a_lookup_is_the_one_hot_transpose_times_the_upstream_gradien
     one_hot = one_hot_formula(ids, table.shape[0]).reshape(-1, table.shape[0])  # (..., V) -> (n, V)
     expected = one_hot.T @ upstream.reshape(-1, table.shape[1])  # (V, n) @ (n, d) -> (V, d)
     ctx.assert_close(ctx.lookup_gradient(ids, table, upstream), expected, "gradient of the table", scale=4)
+
+
+@claim_property("onehot.freezing", needs=(), about="library", dtypes=("float64",), max_examples=10)
+@given(case=pretrained_cases())
+def a_float64_array_through_weight_data_makes_the_table_float64_and_the_next_layer_raise(ctx: Context, case) -> None:
+    """002's ``embedding.weight.data = torch.tensor(pretrained)`` with ``pretrained`` a numpy float64 array
+    (what ``np.loadtxt`` and gensim's float64 vectors give) replaces the float32 table by a float64 one: the
+    lookup returns float64 rows and the next float32 layer raises a dtype error, frozen or not; converting
+    first (``torch.tensor(pretrained, dtype=torch.float32)`` or ``weight.data.copy_(...)``) keeps float32."""
+    import numpy as np
+
+    pretrained, ids, _, seed = case
+    array = pretrained.numpy().astype(np.float64)
+    vocab, dim = array.shape
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        embedding, head = nn.Embedding(vocab, dim), nn.Linear(dim, 2)  # float32, PyTorch's default
+    embedding.weight.data = torch.tensor(array)  # 002's line
+    freeze(embedding)
+    assert embedding.weight.dtype == torch.float64, f"the table is {embedding.weight.dtype} after weight.data ="
+    try:
+        head(embedding(ids))
+    except RuntimeError as exc:
+        assert "dtype" in str(exc) or "Double" in str(exc) or "Float" in str(exc), f"another error: {exc}"
+    else:
+        raise AssertionError("a float32 layer took the float64 rows of the replaced table")
+    converted = nn.Embedding(vocab, dim)
+    converted.weight.data.copy_(torch.tensor(array))  # copy_ converts into the table's own dtype
+    assert converted.weight.dtype == torch.float32 and head(converted(ids)).dtype == torch.float32
