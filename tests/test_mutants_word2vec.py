@@ -3,6 +3,7 @@ CBOW average, or a mis-statement of the documents' code and counts."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 
 import pytest
@@ -223,7 +224,7 @@ def test_a_code_with_its_own_output_table_leaves_nothing_to_refute(monkeypatch) 
 
 def test_every_word2vec_property_is_covered(properties) -> None:
     covered = {q for q, _ in CASES} | {OBJECTIVE, SOFTMAX, COST, NS, NS_AS_WRITTEN, EXAMPLES, CBOW_CONTEXT,
-                                       RAW_COOCCURRENCE}
+                                       RAW_COOCCURRENCE, "word2vec.gensims_word2vec_takes_001s_arguments_as_the_code_says"}
     mine = {q for q, p in properties.items() if p.module == "word2vec"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -262,3 +263,20 @@ def test_a_dynamic_window_declared_is_not_applicable_to_the_counting_properties(
     for qualname in (EXAMPLES, OBJECTIVE):
         row = run_row(qualname, dynamic)
         assert row.outcome == "not-applicable" and "skipgram_window" in row.message, row
+
+
+GENSIM_API = "word2vec.gensims_word2vec_takes_001s_arguments_as_the_code_says"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gensim") is None, reason="gensim is not installed")
+def test_a_ranking_that_keeps_the_query_words_is_caught(monkeypatch) -> None:
+    assert run_row(GENSIM_API, None).outcome == "pass"
+
+    def keeps_the_query(vectors, positive, negative, topn):
+        query = sum(vectors.get_vector(w, norm=True) for w in positive) - sum(vectors.get_vector(w, norm=True)
+                                                                            for w in negative)
+        return [(w, float(c)) for w, c in vectors.similar_by_vector(query, topn=topn)]
+
+    monkeypatch.setattr(word2vec, "most_similar", keeps_the_query)
+    row = run_row(GENSIM_API, None)
+    assert row.outcome == "fail" and "most_similar" in row.message, row

@@ -25,6 +25,7 @@ from torch import nn
 from specformer.context import Context
 from specformer.flops import count_flops
 from specformer.property import claim_property
+from specformer.protocol import NotApplicable
 from specformer.reference.embeddings.word2vec import negative_sampling_loss
 
 from . import strategies as sf
@@ -489,3 +490,60 @@ def sgns_factorises_the_co_occurrence_matrix_as_written(ctx: Context, counts, k,
         f"the expected loss is smallest at x = {best:.4f} (PMI - log k = {pmi - math.log(k):.4f}), "
         f"not at log #(w, c) = {target:.4f}"
     )
+
+
+# --- 001's gensim code ---------------------------------------------------------------------------
+
+
+def gensim_corpus() -> list[list[str]]:
+    """A small corpus: gensim's own ``common_texts`` and sentences with king, queen, man and woman."""
+    from gensim.test.utils import common_texts
+
+    royal = [["the", "king", "rules", "the", "land"], ["the", "queen", "rules", "the", "land"],
+             ["a", "man", "walks", "in", "the", "park"], ["a", "woman", "walks", "in", "the", "park"],
+             ["the", "king", "is", "a", "man"], ["the", "queen", "is", "a", "woman"]]
+    return [list(s) for s in common_texts] + royal * 3 + [["hapax"]]
+
+
+def analogy_written_out(vectors, positive: list[str], negative: list[str], topn: int) -> list[str]:
+    """3CosAdd over gensim's unit vectors: the ``topn`` words nearest to ``sum positive - sum negative``."""
+    import numpy as np
+
+    unit = vectors.get_normed_vectors().astype(np.float64)  # (V, d)
+    query = sum(unit[vectors.key_to_index[w]] for w in positive) - sum(unit[vectors.key_to_index[w]] for w in negative)
+    query = query / np.linalg.norm(query)
+    scores = unit @ query  # (V,)
+    order = [vectors.index_to_key[i] for i in np.argsort(-scores, kind="stable")]
+    return [w for w in order if w not in positive + negative][:topn]
+
+
+def most_similar(vectors, positive: list[str], negative: list[str], topn: int) -> list[tuple[str, float]]:
+    """gensim's ``KeyedVectors.most_similar``, as 001's ``analogy`` calls it."""
+    return vectors.most_similar(positive=positive, negative=negative, topn=topn)
+
+
+@claim_property("word2vec.gensim-api", needs=(), about="library", dtypes=("float64",), max_examples=1)
+@given(st.just(None))
+def gensims_word2vec_takes_001s_arguments_as_the_code_says(ctx: Context, _) -> None:
+    """001's ``Word2Vec(sentences, vector_size=100, window=5, sg=1, negative=5, min_count=2)`` is skip-gram with
+    five noise words from the 3/4-power table, no hierarchical softmax, window 5, words seen once left out; its
+    ``most_similar(positive=[king, woman], negative=[man], topn=3)`` is 3CosAdd on the unit vectors, the query
+    words excluded."""
+    try:
+        from gensim.models import Word2Vec
+    except ImportError:
+        raise NotApplicable("gensim is not installed") from None
+    model = Word2Vec(sentences=gensim_corpus(), vector_size=100, window=5, sg=1, negative=5, min_count=2, workers=1,
+                     seed=1)
+    assert (model.sg, model.negative, model.hs, model.window) == (1, 5, 0, 5), (
+        f"sg {model.sg}, negative {model.negative}, hs {model.hs}, window {model.window}"
+    )
+    assert model.ns_exponent == 0.75, f"noise exponent {model.ns_exponent}"
+    assert "hapax" not in model.wv.key_to_index and "king" in model.wv.key_to_index, "min_count=2 not applied"
+    answer = most_similar(model.wv, ["king", "woman"], ["man"], 3)
+    assert len(answer) == 3 and all(isinstance(w, str) and isinstance(c, float) for w, c in answer), answer
+    words = [w for w, _ in answer]
+    assert words == analogy_written_out(model.wv, ["king", "woman"], ["man"], 3), (
+        f"most_similar gives {words}, 3CosAdd written out {analogy_written_out(model.wv, ['king', 'woman'], ['man'], 3)}"
+    )
+    assert [c for _, c in answer] == sorted((c for _, c in answer), reverse=True), "not best first"
