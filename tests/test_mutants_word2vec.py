@@ -224,7 +224,8 @@ def test_a_code_with_its_own_output_table_leaves_nothing_to_refute(monkeypatch) 
 
 def test_every_word2vec_property_is_covered(properties) -> None:
     covered = {q for q, _ in CASES} | {OBJECTIVE, SOFTMAX, COST, NS, NS_AS_WRITTEN, EXAMPLES, CBOW_CONTEXT,
-                                       RAW_COOCCURRENCE, "word2vec.gensims_word2vec_takes_001s_arguments_as_the_code_says"}
+                                       RAW_COOCCURRENCE, "word2vec.gensims_word2vec_takes_001s_arguments_as_the_code_says",
+                                       "word2vec.words_sharing_contexts_end_up_closest"}
     mine = {q for q, p in properties.items() if p.module == "word2vec"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -280,3 +281,20 @@ def test_a_ranking_that_keeps_the_query_words_is_caught(monkeypatch) -> None:
     monkeypatch.setattr(word2vec, "most_similar", keeps_the_query)
     row = run_row(GENSIM_API, None)
     assert row.outcome == "fail" and "most_similar" in row.message, row
+
+
+SIMILAR_CONTEXTS = "word2vec.words_sharing_contexts_end_up_closest"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gensim") is None, reason="gensim is not installed")
+def test_words_with_contexts_of_their_own_are_caught(monkeypatch) -> None:
+    """If queen and pear swap contexts, king's nearest is pear: the property must fail."""
+    assert run_row(SIMILAR_CONTEXTS, None).outcome == "pass"
+    original = word2vec.shared_context_corpus
+
+    def swapped(seed):
+        return [[{"queen": "pear", "pear": "queen"}.get(w, w) for w in s] for s in original(seed)]
+
+    monkeypatch.setattr(word2vec, "shared_context_corpus", swapped)
+    row = run_row(SIMILAR_CONTEXTS, None)
+    assert row.outcome == "fail", row

@@ -547,3 +547,43 @@ def gensims_word2vec_takes_001s_arguments_as_the_code_says(ctx: Context, _) -> N
         f"most_similar gives {words}, 3CosAdd written out {analogy_written_out(model.wv, ['king', 'woman'], ['man'], 3)}"
     )
     assert [c for _, c in answer] == sorted((c for _, c in answer), reverse=True), "not best first"
+
+
+# --- words in similar contexts --------------------------------------------------------------------
+
+#: Two groups of words that share their contexts within the group and never across.
+GROUPS = ((("king", "queen"), ("crown", "palace", "throne", "royal")),
+          (("apple", "pear"), ("juice", "tree", "ripe", "sweet")))
+
+
+def shared_context_corpus(seed: int) -> list[list[str]]:
+    """200 sentences ``context word context``: each group's words between two of that group's contexts."""
+    import random
+
+    rng = random.Random(seed)
+    return [[rng.choice(contexts), rng.choice(words), rng.choice(contexts)]
+            for _ in range(100) for words, contexts in GROUPS]
+
+
+def _crc32(text: str) -> int:
+    import zlib
+
+    return zlib.crc32(text.encode("utf-8"))
+
+
+@claim_property("word2vec.similar-contexts", needs=(), about="library", dtypes=("float64",), max_examples=20)
+@given(corpus_seed=st.integers(0, 2**31 - 1), seed=st.integers(0, 2**31 - 1))
+def words_sharing_contexts_end_up_closest(ctx: Context, corpus_seed, seed) -> None:
+    """gensim's skip-gram with negative sampling, trained on a corpus where king and queen share contexts (and
+    apple and pear others) but never meet, makes king closer to queen than to apple or pear, and apple closer
+    to pear than to king or queen."""
+    try:
+        from gensim.models import Word2Vec
+    except ImportError:
+        raise NotApplicable("gensim is not installed") from None
+    model = Word2Vec(shared_context_corpus(corpus_seed), vector_size=16, window=2, sg=1, negative=5, min_count=1,
+                     workers=1, seed=seed, epochs=50, sample=0, hashfxn=_crc32)
+    cos = model.wv.similarity
+    for (a, b), (u, w) in ((("king", "queen"), ("apple", "pear")), (("apple", "pear"), ("king", "queen"))):
+        near, far = float(cos(a, b)), max(float(cos(a, u)), float(cos(a, w)))
+        assert near > far, f"cos({a}, {b}) = {near:.3f} is not above cos({a}, {u} or {w}) = {far:.3f}"
