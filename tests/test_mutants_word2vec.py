@@ -95,6 +95,15 @@ def _ns_loss(centres, contexts, negatives, in_table, out_table, one_table=False,
     return positive + (noise.mean(-1) if mean else noise.sum(-1))
 
 
+def _ns_scoring_everything(centres, contexts, negatives, in_table, out_table):
+    """Wrong for negative sampling's cost: scores the whole vocabulary, then picks the 1 + k scores it needs."""
+    scores = in_table[centres] @ out_table.T  # (B, V)
+    positive = -F.logsigmoid(scores.gather(1, contexts[:, None])[:, 0])
+    return positive - F.logsigmoid(-scores.gather(1, negatives)).sum(-1)
+
+
+NS_EVERYTHING = Mutant("negative-sampling-scores-the-vocabulary", negative_sampling_loss=_ns_scoring_everything)
+SOFTMAX_COST = "word2vec.the_implementations_softmax_grows_with_the_vocabulary_and_negative_sampling_does_not"
 WRAPPING = Mutant("skipgram-pairs-wrap-around", skipgram_pairs=_wrapping_pairs)
 ONE_SIDED = Mutant("skipgram-pairs-one-sided", skipgram_pairs=_one_sided_pairs)
 DYNAMIC = Mutant("skipgram-dynamic-window", skipgram_pairs=_dynamic_window_pairs)
@@ -120,6 +129,7 @@ CASES = [
     (SOFTMAX_OPERATION, SOFTMAX_TIED), (SOFTMAX_OPERATION, SOFTMAX_HOT),
     (NS_OPERATION, NS_ONE_TABLE), (NS_OPERATION, NS_SIGN), (NS_OPERATION, NS_MEAN),
     (SHIFTED_PMI, NS_SIGN),
+    (SOFTMAX_COST, NS_EVERYTHING), (NS_OPERATION, NS_ONE_TABLE),
     (CBOW_CORRECTED, CBOW_CENTRE), (CBOW_CORRECTED, CBOW_ASYMMETRIC),
     (DOWN_WEIGHTS, UNIGRAM),
     (CBOW_MEAN, SUM), (CBOW_MEAN, POSITION_WEIGHTED), (CBOW_MEAN, DISTINCT_MEAN),

@@ -186,6 +186,41 @@ def the_softmax_costs_2_v_d_flops_per_word_and_negative_sampling_2_k_plus_1_d(ct
     assert full * (k + 1) == sampled * vocab, f"ratio {full / sampled:.1f}, expected V / (k + 1)"
 
 
+def _counted(ctx: Context, call) -> int:
+    """FLOPs ``FlopCounterMode`` counts in the implementation's worker during ``call()``."""
+    with ctx.counting_flops() as counted:
+        call()
+    return counted[0]
+
+
+@claim_property("word2vec.softmax-cost", needs=("skipgram_softmax", "negative_sampling_loss"), dtypes=("float32",),
+                max_examples=10)
+@given(vocab=st.integers(50, 120), dim=st.integers(1, 8), batch=st.integers(1, 3), k=st.integers(1, 5),
+       seed=sf.seeds())
+def the_implementations_softmax_grows_with_the_vocabulary_and_negative_sampling_does_not(
+        ctx: Context, vocab, dim, batch, k, seed) -> None:
+    """The implementation's full softmax for ``B`` centre words costs at least ``2 B V d`` FLOPs (every score
+    ``v'_w . v_I``), while its negative-sampling loss costs the same for ``V`` and ``10 V`` words, and less than
+    the softmax over ``10 V``."""
+    g = torch.Generator().manual_seed(seed)
+    centres, contexts = torch.randint(0, vocab, (batch,), generator=g), torch.randint(0, vocab, (batch,), generator=g)
+    negatives = torch.randint(0, vocab, (batch, k), generator=g)
+    costs = {}
+    for size in (vocab, 10 * vocab):
+        v, v_out = torch.randn(size, dim, generator=g, dtype=F64), torch.randn(size, dim, generator=g, dtype=F64)
+        costs[size] = (_counted(ctx, lambda: ctx.skipgram_softmax(centres, v, v_out)),
+                       _counted(ctx, lambda: ctx.negative_sampling_loss(centres, contexts, negatives, v, v_out)))
+    if costs[vocab][0] == 0:
+        raise NotApplicable(f"{ctx.impl_name}'s softmax runs in code FlopCounterMode cannot see: no FLOPs counted")
+    for size, (full, sampled) in costs.items():
+        assert full >= 2 * batch * size * dim, f"the softmax over {size} words costs {full} FLOPs, below 2 B V d"
+    assert costs[vocab][1] == costs[10 * vocab][1], (
+        f"negative sampling costs {costs[vocab][1]} FLOPs for {vocab} words and {costs[10 * vocab][1]} for "
+        f"{10 * vocab}: it depends on the vocabulary"
+    )
+    assert costs[10 * vocab][1] < costs[10 * vocab][0], "negative sampling costs as much as the full softmax"
+
+
 # --- negative sampling: 001's formula and 002's code ------------------------------------------
 
 
