@@ -303,4 +303,6 @@ def a_float64_array_through_weight_data_makes_the_table_float64_and_the_next_lay
         raise AssertionError("a float32 layer took the float64 rows of the replaced table")
     converted = nn.Embedding(vocab, dim)
     converted.weight.data.copy_(torch.tensor(array))  # copy_ converts into the table's own dtype
-    assert converted.weight.dtype == torch.float32 and head(converted(ids)).dtype == torch.float32
+    assert converted.weight.dtype == torch.float32 and head(converted(ids)).dtype == torch.float32, (
+        "weight.data.copy_ did not keep the float32 table"
+    )
