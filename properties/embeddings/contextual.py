@@ -158,7 +158,7 @@ def sense_separation(unit: torch.Tensor) -> tuple[int, float, float]:
     return int((own > across).sum()), float(cos[same].mean()), float(cos[other].mean())
 
 
-@claim_property("contextual.word-senses", needs=(), dtypes=("float64",), max_examples=6)
+@claim_property("contextual.word-senses", needs=(), about="library", dtypes=("float64",), max_examples=6)
 @given(layer=st.integers(1, 6))
 @example(layer=6)
 def minilm_separates_the_river_and_money_senses_of_bank(ctx: Context, layer: int) -> None:
@@ -178,7 +178,7 @@ def minilm_separates_the_river_and_money_senses_of_bank(ctx: Context, layer: int
     assert sense_separation(F.normalize(static.to(F64), dim=-1))[0] == 0, "the static row separates senses"
 
 
-@claim_property("contextual.max-context", needs=(), dtypes=("float64",), max_examples=1)
+@claim_property("contextual.max-context", needs=(), about="library", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def minilm_takes_512_positions_and_refuses_513(ctx: Context, _) -> None:
     """all-MiniLM-L6-v2 has 512 learned positions: a 512-token input runs, the model itself fails on 513
@@ -206,7 +206,7 @@ def minilm_takes_512_positions_and_refuses_513(ctx: Context, _) -> None:
         raise AssertionError("the adapter took 513 tokens")
 
 
-@claim_property("contextual.dimensions", needs=(), dtypes=("float64",), max_examples=1)
+@claim_property("contextual.dimensions", needs=(), about="library", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def bert_base_gives_768_numbers_per_token_and_minilm_384(ctx: Context, _) -> None:
     """``BertConfig()`` (BERT-base) has width 768, 12 layers, 512 positions; a BERT model of that width run
@@ -263,7 +263,7 @@ def elmo_cases(draw: st.DrawFn) -> tuple[int, int, int, int, torch.Tensor, int, 
     return vocab, embed, hidden, layers, tokens, at, draw(st.integers(0, 2**16))
 
 
-@claim_property("contextual.elmo", needs=(), dtypes=("float64",), max_examples=30)
+@claim_property("contextual.elmo", needs=(), about="library", dtypes=("float64",), max_examples=30)
 @given(case=elmo_cases())
 @example(case=(50, 16, 32, 2, torch.tensor([3, 7, 1, 4, 9]), 4, 0))
 def elmo_gives_2_hidden_numbers_per_token_the_first_half_from_the_left_the_second_from_the_right(

@@ -4,8 +4,9 @@ its n-grams (``spec/embeddings/fasttext.md``).
 Expected n-grams are written out here (every substring of ``"<" + word + ">"`` of length
 ``min_n`` to ``max_n``) and compared as multisets, since implementations list them in
 different orders; the documents' own lists are typed in. Implementations are called
-through ``ctx.char_ngrams``. The composition of a word's vector is checked with
-``needs=()`` on the reference's three readings and, where it is installed, on gensim.
+through ``ctx.char_ngrams`` and ``ctx.fasttext_vector`` (a word's vector from given word
+and n-gram tables, which must follow one of the documents' three readings). The readings
+themselves, gensim's composition and gensim's shipped model are checked with ``needs=()``.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def parallel(a: torch.Tensor, b: torch.Tensor) -> bool:
     return float(a.norm() * b.norm() - a @ b) <= 1e-9 * float(a.norm() * b.norm() + 1)
 
 
-@claim_property("fasttext.composition", needs=(), dtypes=("float64",))
+@claim_property("fasttext.composition", needs=(), about="documents-code", dtypes=("float64",))
 @given(case=composition_cases())
 @example(case=(torch.tensor([1.0, 0.0], dtype=F64), torch.tensor([[0.0, 1.0], [0.0, 3.0]], dtype=F64)))
 def the_three_readings_agree_on_direction_only_for_unseen_words(ctx: Context, case) -> None:
@@ -109,6 +110,60 @@ def the_three_readings_agree_on_direction_only_for_unseen_words(ctx: Context, ca
     ctx.assert_close(compose(v, z, "word_plus_mean"), v + total / n, "seen word, 002's code")
     if float((v + total).norm()) > 1e-6:
         assert parallel(compose(v, z, "sum"), compose(v, z, "mean")), "the sum and the average differ in direction"
+
+
+#: The compositions a FastText implementation may use (``fasttext_vector``), written out.
+COMPOSITIONS = ("sum", "mean", "word_plus_mean")
+
+
+def composed(own: torch.Tensor | None, z: torch.Tensor, how: str) -> torch.Tensor:
+    """A word's vector from its own row ``own (d,)`` (None for an unseen word) and its n-gram rows ``z (n, d)``."""
+    n, total = z.shape[0], z.sum(dim=0)  # (n, d) -> (d,)
+    if how == "sum":
+        return total if own is None else own + total
+    if how == "mean":
+        return total / n if own is None else (own + total) / (n + 1)
+    return total / n if own is None else own + total / n  # word_plus_mean
+
+
+@st.composite
+def vocabulary_cases(draw: st.DrawFn) -> dict[str, Any]:
+    """Words (lower-case ASCII, 1 to 7 letters, no n-gram twice), the known ones with rows ``(V, d)``, the
+    n-grams of all of them (in a drawn order, plus one that belongs to no word) with rows ``(G, d)``."""
+    min_n = draw(st.integers(2, 4), label="min_n")
+    max_n = draw(st.integers(min_n, 6), label="max_n")
+    word = st.text(st.sampled_from("abcdeinorstw"), min_size=1, max_size=7).filter(
+        lambda w: len(ngrams_written_out(w, min_n, max_n)) == len(set(ngrams_written_out(w, min_n, max_n))) > 0)
+    queried = draw(st.lists(word, min_size=2, max_size=4, unique=True), label="words")
+    known = draw(st.lists(st.sampled_from(queried), min_size=1, max_size=len(queried), unique=True), label="known")
+    grams = sorted({g for w in queried for g in ngrams_written_out(w, min_n, max_n)}) + ["<zzz>"]
+    grams = draw(st.permutations(grams), label="n-gram order")
+    dim = draw(st.integers(1, 4), label="d")
+    return {"queried": queried, "known": known, "grams": grams, "min_n": min_n, "max_n": max_n,
+            "word_table": draw(sf.tables(len(known), dim)), "ngram_table": draw(sf.tables(len(grams), dim))}
+
+
+@claim_property("fasttext.composition", needs=("fasttext_vector",))
+@given(case=vocabulary_cases())
+def the_implementation_composes_with_one_of_the_three_readings(ctx: Context, case) -> None:
+    """The implementation's vector of a word is its own row (if it is known) combined with the rows of all
+    its ``min_n..max_n``-grams by one of the documents' three readings, the same reading for every word: the
+    sum (000, the paper), the average with the word (002's prose, fastText, gensim) or the word's row plus
+    the n-grams' mean (002's code); an unseen word gets its n-grams' combination."""
+    known, grams, table, ngram_table = case["known"], case["grams"], case["word_table"], case["ngram_table"]
+    consistent = set(ctx.choices("composition", COMPOSITIONS))  # the declared readings (all, if undeclared)
+    tol = 8 * ctx.tol.rtol
+    for word in case["queried"]:
+        actual = ctx.fasttext_vector(word, known, table, grams, ngram_table, case["min_n"], case["max_n"])
+        own = table[known.index(word)] if word in known else None
+        z = ngram_table[[grams.index(g) for g in ngrams_written_out(word, case["min_n"], case["max_n"])]]  # (n, d)
+        fits = {how for how in consistent
+                if bool(((actual - composed(own, z, how)).abs() <= tol * (1 + composed(own, z, how).abs())).all())}
+        assert fits, (f"the vector of {'known' if own is not None else 'unseen'} {word!r} ({z.shape[0]} n-grams) is "
+                      f"{actual.tolist()}: no reading gives it (sum {composed(own, z, 'sum').tolist()}, "
+                      f"mean {composed(own, z, 'mean').tolist()}, word + mean {composed(own, z, 'word_plus_mean').tolist()})")
+        consistent &= fits
+        assert consistent, f"the words of one vocabulary are composed by different readings (last: {word!r}, {fits})"
 
 
 #: How gensim builds a vector from n-gram vectors (the claim's finding: the mean, for an unseen word).
@@ -137,7 +192,7 @@ def gensim_vectors(ngram_table: torch.Tensor, word: str, seen: bool) -> tuple[to
     return torch.tensor(np.array(vectors.get_vector(word), dtype=np.float64)), rows
 
 
-@claim_property("fasttext.composition", needs=(), dtypes=("float64",), max_examples=20)
+@claim_property("fasttext.composition", needs=(), about="library", dtypes=("float64",), max_examples=20)
 @given(word=st.sampled_from(["where", "apple", "running", "xylophone", "naïve"]), seen=st.booleans(),
        table=sf.tensors((31, 3)))
 def gensim_averages_the_ngram_vectors(ctx: Context, word, seen, table) -> None:
@@ -196,7 +251,7 @@ def beats_unrelated(model: Any, pairs: list[tuple[str, str]], words: list[str]) 
     return wins, losers
 
 
-@claim_property("fasttext.morphology", needs=(), dtypes=("float64",), max_examples=1)
+@claim_property("fasttext.morphology", needs=(), about="library", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def on_gensims_shipped_model_words_sharing_ngrams_are_closer_than_unrelated_words(ctx: Context, _) -> None:
     """On gensim's shipped fastText model, at least 3/4 of the inflected pairs ``(w, w + s|ing|ed)`` of its
@@ -216,3 +271,69 @@ def on_gensims_shipped_model_words_sharing_ngrams_are_closer_than_unrelated_word
     assert all(float(torch.tensor(model.get_vector(m)).norm()) > 0 for m, _ in unseen), "an unseen word got 0"
     wins, losers = beats_unrelated(model, unseen, words)
     assert wins >= MAJORITY * len(unseen), f"{wins} of {len(unseen)} misspellings beat the unrelated words; {losers[:5]}"
+
+
+# --- FastText against word2vec for an unseen word -----------------------------------------------
+
+
+@claim_property("fasttext.versus-word2vec", needs=("fasttext_vector",))
+@given(case=vocabulary_cases().filter(lambda case: len(case["known"]) < len(case["queried"])))
+def an_unseen_word_gets_the_vector_of_its_ngrams(ctx: Context, case) -> None:
+    """FastText answers for a word it never saw (a misspelling, a rare inflection): the implementation's
+    vector of an unseen word is its n-grams' mean (or sum), shared with every known word that shares those
+    n-grams, where a word2vec table has no row to give."""
+    known, grams, table, ngram_table = case["known"], case["grams"], case["word_table"], case["ngram_table"]
+    readings = ctx.choices("composition", COMPOSITIONS)
+    unseen = [w for w in case["queried"] if w not in known]
+    for word in unseen:
+        actual = ctx.fasttext_vector(word, known, table, grams, ngram_table, case["min_n"], case["max_n"])
+        z = ngram_table[[grams.index(g) for g in ngrams_written_out(word, case["min_n"], case["max_n"])]]  # (n, d)
+        tol = 8 * ctx.tol.rtol
+        mean, total = z.mean(dim=0), z.sum(dim=0)
+        allowed = ([total] if "sum" in readings else []) + ([mean] if set(readings) - {"sum"} else [])
+        assert any(bool(((actual - e).abs() <= tol * (1 + e.abs())).all()) for e in allowed), (
+            f"the vector of unseen {word!r} is {actual.tolist()}, not its {z.shape[0]} n-grams' mean "
+            f"{mean.tolist()} or sum {total.tolist()}"
+        )
+
+
+def swapped(word: str) -> str:
+    """A misspelling: the fourth and fifth letters of ``word`` swapped."""
+    return word[:3] + word[4] + word[3] + word[5:]
+
+
+@claim_property("fasttext.versus-word2vec", needs=(), about="library", dtypes=("float64",), max_examples=1)
+@given(st.just(None))
+def gensims_fasttext_places_a_misspelling_near_its_word_where_word2vec_has_none(ctx: Context, _) -> None:
+    """On gensim's shipped fastText model, the misspellings made by swapping the fourth and fifth letters of
+    its alphabetic words of 7 letters or more (all unseen) get vectors, and for at least 3/4 of them the right
+    word is in the nearer half of the vocabulary by cosine; a plain ``KeyedVectors`` holding the same words and
+    vectors (what a word2vec model holds) raises KeyError for every one of them."""
+    from gensim.models import KeyedVectors
+
+    model = shipped_fasttext()
+    plain = KeyedVectors(model.vector_size)
+    plain.add_vectors(list(model.index_to_key), model.vectors)
+    unit = torch.tensor(np.asarray(model.get_normed_vectors(), dtype=np.float64))  # (V, d)
+    pairs = [(swapped(w), w) for w in model.index_to_key if w.isalpha() and len(w) >= 7
+             and swapped(w) != w and swapped(w) not in model.key_to_index]
+    assert len(pairs) >= 100, f"only {len(pairs)} misspellings"
+    nearer_half, far = 0, []
+    for wrong, right in pairs:
+        try:
+            plain.get_vector(wrong)
+        except KeyError:
+            pass
+        else:
+            raise AssertionError(f"word2vec's KeyedVectors gave unseen {wrong!r} a vector")
+        v = torch.tensor(np.asarray(model.get_vector(wrong), dtype=np.float64))
+        assert float(v.norm()) > 0, f"fastText gave {wrong!r} the zero vector"
+        cosines = unit @ (v / v.norm())  # (V,)
+        share_above = float((cosines > cosines[model.key_to_index[right]]).to(F64).mean())
+        if share_above < 0.5:
+            nearer_half += 1
+        else:
+            far.append(f"{wrong}/{right}: {share_above:.0%} of the vocabulary nearer")
+    assert nearer_half >= MAJORITY * len(pairs), (
+        f"{nearer_half} of {len(pairs)} misspellings have their word in the nearer half; e.g. {far[:5]}"
+    )

@@ -3,9 +3,10 @@ co-occurrence counts (``spec/embeddings/glove.md``).
 
 Expected values are written out here in float64: ``min(1, (x / x_max)^alpha)``, the
 weighted least squares over the positive counts, and co-occurrence counts by a double
-loop. Implementations are called through ``ctx.glove_weight``. Properties with
-``needs=()`` check the documents' formula and code (002's ``glove_loss``, transcribed
-below as printed and as corrected) against the reference's loss and counts.
+loop, and GloVe's AdaGrad epochs. Implementations are called through ``ctx.glove_weight``,
+``ctx.glove_loss`` and ``ctx.glove_cooccurrence``. Properties with ``needs=()`` check the
+documents' code (002's ``glove_loss``, transcribed below as printed and as corrected)
+against the reference's loss.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 from specformer.context import Context
 from specformer.property import claim_property
-from specformer.reference.embeddings.glove import cooccurrence_counts, glove_loss
+from specformer.reference.embeddings.glove import glove_loss
 
 from . import strategies as sf
 
@@ -130,27 +131,22 @@ def _example_002() -> tuple[torch.Tensor, ...]:
             *(0.1 * torch.randn(5, generator=g, dtype=F64) for _ in range(2)))
 
 
-@claim_property("glove.objective", needs=(), dtypes=("float64",))
+@claim_property("glove.objective", needs=("glove_loss",))
 @given(case=glove_cases())
 @example(case=_example_002())
+@example(case=(torch.zeros(1, 1, dtype=F64), torch.ones(1, 1, dtype=F64), torch.ones(1, 1, dtype=F64),
+               torch.zeros(1, dtype=F64), torch.zeros(1, dtype=F64)))
 def the_glove_objective_sums_over_the_pairs_that_co_occur(ctx: Context, case) -> None:
-    """Corrected: ``J`` sums over the pairs with ``X_ij > 0`` (the reference's ``glove_loss``); that is the
-    limit of the full sum, since ``f(x) (s - log x)^2 -> 0`` as ``x -> 0``."""
-    ctx.assert_close(glove_loss(*case), objective_written_out(*case), "J over the positive counts", scale=16)
+    """000's ``J = sum_{i,j} f(X_ij) (w_i . w~_j + b_i + b~_j - log X_ij)^2``, each term of a zero count taken
+    as its limit 0 (``f(x) (s - log x)^2 -> 0`` as ``x -> 0``): the sum over the pairs with ``X_ij > 0``.
+    The implementation's loss is that number, finite, also for counts with zeros (``X = [[0]]`` gives 0)."""
+    x, w, w_tilde, b, b_tilde = case
+    expected = objective_written_out(*(t.to(ctx.dtype).to(F64) for t in case))  # the inputs as the dtype holds them
+    ctx.assert_close(ctx.glove_loss(x, w, w_tilde, b, b_tilde, sf.X_MAX, 0.75), expected,
+                     "J over the positive counts (zero counts add their limit, 0)", scale=64)
     for s in (-5.0, 0.0, 5.0):  # the term of a vanishing count, at x = 1e-4 ... 1e-300
         terms = [float(weight_formula(torch.tensor(10.0**-k)) * (s - math.log(10.0**-k)) ** 2) for k in (4, 30, 300)]
         assert terms[0] > terms[1] > terms[2] and terms[2] < 1e-200, f"f(x) (s - log x)^2 at small x: {terms}"
-
-
-@claim_property("glove.objective", needs=(), expect="counterexample", dtypes=("float64",))
-@given(case=glove_cases())
-@example(case=_example_002())
-def the_objective_sums_over_all_pairs_as_written(ctx: Context, case) -> None:
-    """As written: ``J`` sums over every ``i, j`` from 1 to ``V`` and is a number for any counts."""
-    value = objective_as_written(*case)
-    assert torch.isfinite(value), (
-        f"J is {float(value)} for counts with {int((case[0] == 0).sum())} zeros: f(0) (... - log 0)^2 = 0 * inf"
-    )
 
 
 # --- 002's code -------------------------------------------------------------------------------
@@ -184,7 +180,7 @@ def code_002_corrected(embeddings, biases, cooccurrence_matrix, x_max=sf.X_MAX):
     return loss
 
 
-@claim_property("glove.code", needs=(), dtypes=("float64",))
+@claim_property("glove.code", needs=(), about="documents-code", dtypes=("float64",))
 @given(case=glove_cases())
 @example(case=_example_002())
 def the_corrected_code_is_the_objective_with_one_table_and_one_bias(ctx: Context, case) -> None:
@@ -195,7 +191,7 @@ def the_corrected_code_is_the_objective_with_one_table_and_one_bias(ctx: Context
     ctx.assert_close(value, glove_loss(x, w, w, b, b), "002's corrected code against J with w~ = w, b~ = b", scale=16)
 
 
-@claim_property("glove.code", needs=(), expect="counterexample", dtypes=("float64",))
+@claim_property("glove.code", needs=(), about="documents-code", expect="counterexample", dtypes=("float64",))
 @given(case=glove_cases())
 @example(case=_example_002())
 def the_codes_glove_loss_runs_as_printed(ctx: Context, case) -> None:
@@ -232,14 +228,73 @@ def counts_written_out(sentences: list[list[int]], vocab: int, window: int, weig
     return x
 
 
-@claim_property("glove.symmetric", needs=(), dtypes=("float64",))
+@claim_property("glove.symmetric", needs=("glove_cooccurrence",))
 @given(case=corpus_cases())
-@example(case=([[0, 1, 2, 3, 4]], 5, 1, "uniform"))
+@example(case=([[0, 1, 2, 3, 4]], 5, 1, "harmonic"))
+@example(case=([[0, 1, 0]], 2, 2, "harmonic"))
 def co_occurrence_counts_of_a_symmetric_window_are_symmetric(ctx: Context, case) -> None:
     """With a window on both sides, ``j`` is in the context of ``i`` exactly when ``i`` is in that of ``j``:
-    ``X = X^T`` (the reference's counts equal the double loop); 002's example matrix is symmetric too."""
-    sentences, vocab, window, weighting = case
-    x = cooccurrence_counts(sentences, vocab, window, weighting)
-    ctx.assert_close(x, counts_written_out(sentences, vocab, window, weighting), "co-occurrence counts")
+    the implementation's counts (a pair ``d`` apart adds ``1/d``) are the double loop written out, and
+    ``X = X^T``; 002's example matrix is symmetric too."""
+    sentences, vocab, window, _ = case
+    ids = [i for sentence in sentences for i in sentence]  # one text
+    x = ctx.glove_cooccurrence(ids, vocab, window)
+    ctx.assert_close(x, counts_written_out([ids], vocab, window, "harmonic"), "co-occurrence counts", scale=4)
     ctx.assert_close(x.T, x, "X^T against X")
     assert torch.equal(MATRIX_002, MATRIX_002.T), "002's matrix is not symmetric"
+
+
+# --- "one pass over the co-occurrence matrix" -------------------------------------------------
+
+
+def window_pair_count(length: int, window: int) -> int:
+    """The ordered pairs of positions at most ``window`` apart in a text of ``length`` words."""
+    return sum(min(window, t) + min(window, length - 1 - t) for t in range(length))
+
+
+@claim_property("glove.one-pass", needs=("glove_cooccurrence",))
+@given(case=corpus_cases())
+def an_epoch_over_x_touches_at_most_the_windows_pairs(ctx: Context, case) -> None:
+    """Corrected: an epoch of GloVe visits the non-zero entries of the implementation's ``X``, at most
+    ``min(V^2, 2cT - c(c+1))`` of them (the window pairs of the text): fewer than word2vec's examples."""
+    sentences, vocab, window, _ = case
+    ids = [i for sentence in sentences for i in sentence]
+    x = ctx.glove_cooccurrence(ids, vocab, window)
+    nonzero = int((x != 0).sum())
+    bound = min(vocab * vocab, window_pair_count(len(ids), window))
+    assert nonzero <= bound, f"X has {nonzero} non-zero entries, more than min(V^2, window pairs) = {bound}"
+
+
+def adagrad_epochs(x: torch.Tensor, dim: int, epochs: int, seed: int) -> tuple[torch.Tensor, ...]:
+    """GloVe's training written out: AdaGrad (rate 0.05) on ``J``, one step per non-zero ``X_ij`` per epoch."""
+    g = torch.Generator().manual_seed(seed)
+    vocab = x.shape[0]
+    params = [(torch.rand(vocab, dim, generator=g, dtype=F64) - 0.5) / dim for _ in range(2)]
+    params += [torch.zeros(vocab, dtype=F64), torch.zeros(vocab, dtype=F64)]
+    squares = [torch.ones_like(p) for p in params]
+    pairs = torch.nonzero(x).tolist()
+    for _ in range(epochs):
+        for i, j in pairs:
+            w, w_tilde, b, b_tilde = params
+            weight = float(weight_formula(x[i, j]))
+            error = float(w[i] @ w_tilde[j] + b[i] + b_tilde[j]) - math.log(float(x[i, j]))
+            grads = [weight * error * w_tilde[j], weight * error * w[i], weight * error, weight * error]
+            for p, sq, index, grad in zip(params, squares, (i, j, i, j), grads):
+                sq[index] += torch.as_tensor(grad).square()
+                p[index] -= 0.05 * torch.as_tensor(grad) / sq[index].sqrt()
+    return tuple(params)
+
+
+@claim_property("glove.one-pass", needs=("glove_loss",), expect="counterexample", dtypes=("float64",),
+                max_examples=10)
+@given(counts=st.lists(st.integers(1, 60), min_size=9, max_size=16), seed=sf.seeds())
+def one_pass_over_x_trains_glove_as_written(ctx: Context, counts, seed) -> None:
+    """As written: GloVe trains in one pass over the co-occurrence matrix: after one epoch over the non-zero
+    counts its loss is within 10% of where 50 epochs of the same AdaGrad take it (the implementation's loss)."""
+    vocab = math.isqrt(len(counts))
+    x = torch.tensor(counts[: vocab * vocab], dtype=F64).reshape(vocab, vocab)  # (V * V,) -> (V, V)
+    x = x + x.T  # symmetric, as a two-sided window counts
+    after = {epochs: ctx.glove_loss(x, *adagrad_epochs(x, 2, epochs, seed), sf.X_MAX, 0.75) for epochs in (1, 50)}
+    assert float(after[1]) <= 1.1 * float(after[50]), (
+        f"J after one pass is {float(after[1]):.4g}, after 50 passes {float(after[50]):.4g}: one pass is not training"
+    )

@@ -51,7 +51,7 @@ def close(a: float, b: float, rel: float) -> bool:
 # --- Kaplan's L(N) ------------------------------------------------------------------------------
 
 
-@claim_property("laws.kaplan-law", needs=(), dtypes=F64, max_examples=50)
+@claim_property("laws.kaplan-law", needs=(), about="published-numbers", dtypes=F64, max_examples=50)
 @given(n=log_uniform, k=factors)
 @example(n=85e6, k=10.0)
 def loss_falls_as_a_power_law_of_the_non_embedding_parameters(ctx: Context, n: float, k: float) -> None:
@@ -78,7 +78,7 @@ def stack_parameters(n_layer: int, d_model: int, vocab: int, context: int) -> tu
     return count(embedding), count(layers)
 
 
-@claim_property("laws.kaplan-law", needs=(), dtypes=F64, max_examples=15)
+@claim_property("laws.kaplan-law", needs=(), about="published-numbers", dtypes=F64, max_examples=15)
 @given(n_layer=st.integers(1, 48), d_model=st.integers(16, 2048).map(lambda d: d - d % 16))
 @example(n_layer=12, d_model=768)
 def kaplans_n_is_the_12_n_layer_d_model_squared_outside_the_embeddings(ctx: Context, n_layer: int,
@@ -96,7 +96,7 @@ def kaplans_n_is_the_12_n_layer_d_model_squared_outside_the_embeddings(ctx: Cont
     assert law.embedding_parameters(GPT2_VOCAB, GPT2_CONTEXT, d_model) == embedding, f"embedding tables: {embedding}"
 
 
-@claim_property("laws.kaplan-law", needs=(), expect="counterexample", dtypes=F64, max_examples=10)
+@claim_property("laws.kaplan-law", needs=(), about="published-numbers", expect="counterexample", dtypes=F64, max_examples=10)
 @given(size=st.sampled_from(sorted(GPT2)))
 def loss_of_the_total_parameter_count_as_written(ctx: Context, size: str) -> None:
     """As written, ``N`` is the parameter count: for GPT-2's configurations the law at the total count
@@ -114,7 +114,7 @@ def loss_of_the_total_parameter_count_as_written(ctx: Context, size: str) -> Non
 # --- Chinchilla's allocation --------------------------------------------------------------------
 
 
-@claim_property("laws.compute-optimal-allocation", needs=(), dtypes=F64, max_examples=30)
+@claim_property("laws.compute-optimal-allocation", needs=(), about="published-numbers", dtypes=F64, max_examples=30)
 @given(c=st.floats(18.0, 26.0).map(lambda e: 10.0**e), k=factors)
 @example(c=5.88e23, k=2.0)
 def a_doubled_budget_grows_parameters_and_tokens_by_about_sqrt_2_each(ctx: Context, c: float, k: float) -> None:
@@ -148,7 +148,7 @@ def label(n: float, d: float, tolerance: float, heavy: float) -> str:
     return "heavily over-trained" if n <= optimal / heavy else "over-trained"
 
 
-@claim_property("laws.table", needs=(), dtypes=F64, max_examples=30)
+@claim_property("laws.table", needs=(), about="published-numbers", dtypes=F64, max_examples=30)
 @given(tolerance=st.floats(0.05, 0.15), heavy=st.floats(1.5, 3.0))
 @example(tolerance=0.1, heavy=2.0)
 def the_tables_labels_follow_the_20_tokens_per_parameter_rule(ctx: Context, tolerance: float, heavy: float) -> None:
@@ -179,7 +179,7 @@ def fit_optimum(c: float) -> float:
     return math.exp((lo + hi) / 2)
 
 
-@claim_property("laws.table", needs=(), dtypes=F64, max_examples=20)
+@claim_property("laws.table", needs=(), about="published-numbers", dtypes=F64, max_examples=20)
 @given(model=st.sampled_from(sorted(TABLE)))
 @example(model="Chinchilla")
 def by_the_parametric_fit_the_optimum_holds_over_80_tokens_per_parameter(ctx: Context, model: str) -> None:
@@ -200,7 +200,7 @@ def by_the_parametric_fit_the_optimum_holds_over_80_tokens_per_parameter(ctx: Co
 # --- inference ----------------------------------------------------------------------------------
 
 
-@claim_property("laws.inference-efficiency", needs=(), dtypes=F64, max_examples=30)
+@claim_property("laws.inference-efficiency", needs=(), about="published-numbers", dtypes=F64, max_examples=30)
 @given(c=st.floats(18.0, 26.0).map(lambda e: 10.0**e), r=st.floats(1.0, 1000.0))
 @example(c=8.4e23, r=2e12 / 70e9)
 def more_tokens_per_parameter_buys_a_smaller_model_cheaper_per_token(ctx: Context, c: float, r: float) -> None:

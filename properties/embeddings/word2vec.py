@@ -3,11 +3,13 @@ the noise distribution and CBOW's average (``spec/embeddings/word2vec.md``).
 
 Expected values are written out here in float64: the softmax ``p(w_O | w_I)`` of 001, the
 average log probability of 000, the negative-sampling loss of 001, ``f^e / sum f^e``, and
-the mean of the context rows. Implementations are called through
-``ctx.noise_distribution`` and ``ctx.cbow_hidden``. Properties with ``needs=()`` run the
-documents' own code (002's ``SkipGram`` and ``negative_sampling_loss``, transcribed below)
-and the reference's pair and example builders; the harness's tests swap the small
-functions here for wrong ones to show each property can fail.
+the mean of the context rows, the window's pairs and contexts, and the optimum ``PMI - log k``
+of the expected negative-sampling loss. Implementations are called through the checked
+calls ``ctx.skipgram_pairs``, ``ctx.cbow_examples``, ``ctx.skipgram_softmax``,
+``ctx.negative_sampling_loss``, ``ctx.noise_distribution`` and ``ctx.cbow_hidden``.
+Properties with ``needs=()`` run the documents' own code (002's ``SkipGram`` and
+``negative_sampling_loss``, transcribed below) and count FLOPs of the two output layers;
+the harness's tests swap the small functions here for wrong ones to show each can fail.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from torch import nn
 from specformer.context import Context
 from specformer.flops import count_flops
 from specformer.property import claim_property
-from specformer.reference.embeddings.word2vec import cbow_examples, negative_sampling_loss, skipgram_pairs
+from specformer.protocol import NotApplicable
+from specformer.reference.embeddings.word2vec import negative_sampling_loss
 
 from . import strategies as sf
 
@@ -68,11 +71,6 @@ def average_log_probability(tokens: list[int], window: int, v: torch.Tensor, v_o
     return total / len(tokens)
 
 
-def pairs(tokens: list[int], window: int) -> list[tuple[int, int]]:
-    """The ``(centre, context)`` training pairs (the reference's builder)."""
-    return skipgram_pairs(tokens, window)
-
-
 @st.composite
 def text_cases(draw: st.DrawFn) -> tuple[list[int], int, torch.Tensor, torch.Tensor]:
     """Token ids (length 1 to 12 over ``V <= 6``), a window ``c`` of 1 to 3, and tables ``v``, ``v'`` ``(V, d)``."""
@@ -85,26 +83,47 @@ def text_cases(draw: st.DrawFn) -> tuple[list[int], int, torch.Tensor, torch.Ten
 SENTENCE = ["the", "quick", "brown", "fox", "jumps"]
 
 
-@claim_property("word2vec.skipgram-objective", needs=(), dtypes=("float64",))
+def window_pairs(tokens: list[int], window: int) -> list[tuple[int, int]]:
+    """The ``(w_t, w_{t+j})``, ``0 < |j| <= c``, inside the text, written out here."""
+    return [(tokens[t], tokens[t + j]) for t in range(len(tokens)) for j in range(-window, window + 1)
+            if j != 0 and 0 <= t + j < len(tokens)]
+
+
+@claim_property("word2vec.skipgram-objective", needs=("skipgram_pairs", "skipgram_softmax"))
 @given(case=text_cases())
 @example(case=([0, 1, 2, 3, 4], 1, torch.eye(5, 2, dtype=F64), torch.eye(5, 2, dtype=F64)))
 def the_skipgram_objective_averages_log_p_over_the_window_pairs(ctx: Context, case) -> None:
-    """000's objective is ``-1/T`` times the summed loss of the training pairs: every ``(w_t, w_{t+j})``
-    with ``0 < |j| <= c`` inside the text, ``2cT - c(c+1)`` of them when ``T > c``; in 002's sentence with
-    window 1 the centre "brown" has the pairs (brown, quick) and (brown, fox)."""
+    """000's objective is ``-1/T`` times the summed loss of the implementation's training pairs, each scored
+    by its ``log p(w_O | w_I)``: the pairs are every ``(w_t, w_{t+j})`` with ``0 < |j| <= c`` inside the text
+    (``2cT - c(c+1)`` of them when ``T > c``), in any order; in 002's sentence with window 1 the centre
+    "brown" has the pairs (brown, quick) and (brown, fox)."""
+    ctx.require("skipgram_window", "fixed")
     tokens, window, v, v_out = case
-    training = pairs(tokens, window)
-    loss = sum((-log_p(c, o, v, v_out) for c, o in training), torch.zeros((), dtype=F64))
-    ctx.assert_close(-loss / len(tokens), average_log_probability(tokens, window, v, v_out),
-                     "average log probability against the pairs' summed loss", scale=8)
-    t = len(tokens)
-    expected = sum(min(window, i) + min(window, t - 1 - i) for i in range(t))
-    assert len(training) == expected, f"{len(training)} pairs, the window allows {expected}"
-    if t > window:
-        assert expected == 2 * window * t - window * (window + 1), f"{expected} pairs is not 2cT - c(c+1)"
+    training = ctx.skipgram_pairs(tokens, window)
+    expected_pairs = window_pairs(tokens, window)
+    assert sorted(training) == sorted(expected_pairs), (
+        f"{len(training)} pairs {sorted(training)[:12]}, the window of {window} gives {sorted(expected_pairs)[:12]}"
+    )
+    probabilities = ctx.skipgram_softmax(torch.arange(v.shape[0]), v, v_out)  # (V, V): row = centre
+    objective = sum((torch.log(probabilities[c, o]) for c, o in training), torch.zeros((), dtype=F64))
+    ctx.assert_close(objective / len(tokens), average_log_probability(tokens, window, v, v_out),
+                     "1/T sum of the pairs' log p against 000's average log probability", scale=8)
     if tokens == [0, 1, 2, 3, 4] and window == 1:
-        named = [(SENTENCE[c], SENTENCE[o]) for c, o in training if SENTENCE[c] == "brown"]
-        assert named == [("brown", "quick"), ("brown", "fox")], f"pairs of 'brown': {named}"
+        named = sorted((SENTENCE[c], SENTENCE[o]) for c, o in training if SENTENCE[c] == "brown")
+        assert named == [("brown", "fox"), ("brown", "quick")], f"pairs of 'brown': {named}"
+
+
+@claim_property("word2vec.softmax", needs=("skipgram_softmax",))
+@given(case=text_cases())
+@example(case=([0], 1, torch.tensor([[1.0], [0.0]], dtype=F64), torch.tensor([[2.0], [-1.0]], dtype=F64)))
+def the_skipgram_probability_is_the_softmax_of_the_output_scores(ctx: Context, case) -> None:
+    """001's ``p(w_O | w_I) = exp(v'_O . v_I) / sum_w exp(v'_w . v_I)`` for every centre and every word of
+    the vocabulary, with separate input vectors ``v`` and output vectors ``v'``."""
+    tokens, _, v, v_out = case
+    centres = torch.tensor(tokens)
+    scores = v[centres] @ v_out.T  # (B, d) @ (d, V) -> (B, V)
+    expected = torch.exp(scores - torch.logsumexp(scores, dim=1, keepdim=True))  # (B, V)
+    ctx.assert_close(ctx.skipgram_softmax(centres, v, v_out), expected, "p(w | w_I)", scale=4)
 
 
 def code_loss(model: SkipGram, centre: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
@@ -112,7 +131,7 @@ def code_loss(model: SkipGram, centre: torch.Tensor, context: torch.Tensor) -> t
     return F.cross_entropy(model(centre), context, reduction="none")
 
 
-@claim_property("word2vec.softmax", needs=(), dtypes=("float64",))
+@claim_property("word2vec.softmax", needs=(), about="documents-code", dtypes=("float64",))
 @given(vocab=st.integers(2, 12), dim=st.integers(1, 6), data=st.data(), seed=sf.seeds())
 def the_codes_cross_entropy_is_minus_log_of_the_softmax_with_a_bias(ctx: Context, vocab, dim, data, seed) -> None:
     """002's ``SkipGram`` with ``F.cross_entropy`` is ``-log p(w_O | w_I)``, 001's softmax with ``v`` the
@@ -151,7 +170,7 @@ def negative_sampling_flops(vocab: int, dim: int, batch: int, k: int) -> int:
     return flops[0]
 
 
-@claim_property("word2vec.softmax-cost", needs=(), dtypes=("float64",), max_examples=20)
+@claim_property("word2vec.softmax-cost", needs=(), about="documents-code", dtypes=("float64",), max_examples=20)
 @given(vocab=st.sampled_from([1_000, 10_000, 50_000, 100_000, 3_000_000]), dim=st.sampled_from([100, 300]),
        batch=st.integers(1, 4), k=st.integers(1, 20))
 @example(vocab=50_000, dim=300, batch=1, k=5)
@@ -165,6 +184,41 @@ def the_softmax_costs_2_v_d_flops_per_word_and_negative_sampling_2_k_plus_1_d(ct
     sampled = negative_sampling_flops(vocab, dim, batch, k)
     assert sampled == 2 * batch * (k + 1) * dim, f"negative sampling costs {sampled} FLOPs, expected 2 B (k+1) d"
     assert full * (k + 1) == sampled * vocab, f"ratio {full / sampled:.1f}, expected V / (k + 1)"
+
+
+def _counted(ctx: Context, call) -> int:
+    """FLOPs ``FlopCounterMode`` counts in the implementation's worker during ``call()``."""
+    with ctx.counting_flops() as counted:
+        call()
+    return counted[0]
+
+
+@claim_property("word2vec.softmax-cost", needs=("skipgram_softmax", "negative_sampling_loss"), dtypes=("float32",),
+                max_examples=10)
+@given(vocab=st.integers(50, 120), dim=st.integers(1, 8), batch=st.integers(1, 3), k=st.integers(1, 5),
+       seed=sf.seeds())
+def the_implementations_softmax_grows_with_the_vocabulary_and_negative_sampling_does_not(
+        ctx: Context, vocab, dim, batch, k, seed) -> None:
+    """The implementation's full softmax for ``B`` centre words costs at least ``2 B V d`` FLOPs (every score
+    ``v'_w . v_I``), while its negative-sampling loss costs the same for ``V`` and ``10 V`` words, and less than
+    the softmax over ``10 V``."""
+    g = torch.Generator().manual_seed(seed)
+    centres, contexts = torch.randint(0, vocab, (batch,), generator=g), torch.randint(0, vocab, (batch,), generator=g)
+    negatives = torch.randint(0, vocab, (batch, k), generator=g)
+    costs = {}
+    for size in (vocab, 10 * vocab):
+        v, v_out = torch.randn(size, dim, generator=g, dtype=F64), torch.randn(size, dim, generator=g, dtype=F64)
+        costs[size] = (_counted(ctx, lambda: ctx.skipgram_softmax(centres, v, v_out)),
+                       _counted(ctx, lambda: ctx.negative_sampling_loss(centres, contexts, negatives, v, v_out)))
+    if costs[vocab][0] == 0:
+        raise NotApplicable(f"{ctx.impl_name}'s softmax runs in code FlopCounterMode cannot see: no FLOPs counted")
+    for size, (full, sampled) in costs.items():
+        assert full >= 2 * batch * size * dim, f"the softmax over {size} words costs {full} FLOPs, below 2 B V d"
+    assert costs[vocab][1] == costs[10 * vocab][1], (
+        f"negative sampling costs {costs[vocab][1]} FLOPs for {vocab} words and {costs[10 * vocab][1]} for "
+        f"{10 * vocab}: it depends on the vocabulary"
+    )
+    assert costs[10 * vocab][1] < costs[10 * vocab][0], "negative sampling costs as much as the full softmax"
 
 
 # --- negative sampling: 001's formula and 002's code ------------------------------------------
@@ -210,7 +264,7 @@ def run_002(center: int, positive: int, negatives: list[int], v: torch.Tensor, v
     return code_002(center, positive, negatives, v)
 
 
-@claim_property("word2vec.negative-sampling", needs=(), dtypes=("float64",))
+@claim_property("word2vec.negative-sampling", needs=(), about="documents-code", dtypes=("float64",))
 @given(case=sampling_cases())
 @example(case=NS_EXAMPLE)
 def the_codes_loss_is_001s_loss_with_one_table_for_both_roles(ctx: Context, case) -> None:
@@ -223,7 +277,19 @@ def the_codes_loss_is_001s_loss_with_one_table_for_both_roles(ctx: Context, case
     ctx.assert_close(batched, loss_001(centre, positive, negatives, v, v_out), "001's loss, batched and summed")
 
 
-@claim_property("word2vec.negative-sampling", needs=(), expect="counterexample", dtypes=("float64",))
+@claim_property("word2vec.negative-sampling", needs=("negative_sampling_loss",))
+@given(case=sampling_cases())
+@example(case=NS_EXAMPLE)
+def the_negative_sampling_loss_is_001s_formula(ctx: Context, case) -> None:
+    """001's ``-log sigma(v'_O . v_I) - sum_i log sigma(-v'_i . v_I)`` per pair, the noise words' terms summed
+    (a repeated noise word counted each time), ``v`` the input table and ``v'`` the output table."""
+    centre, positive, negatives, v, v_out = case
+    actual = ctx.negative_sampling_loss(torch.tensor([centre]), torch.tensor([positive]), torch.tensor([negatives]),
+                                        v, v_out)
+    ctx.assert_close(actual, loss_001(centre, positive, negatives, v, v_out)[None], "001's loss", scale=4)
+
+
+@claim_property("word2vec.negative-sampling", needs=(), about="documents-code", expect="counterexample", dtypes=("float64",))
 @given(case=sampling_cases())
 @example(case=NS_EXAMPLE)
 def the_codes_loss_is_001s_loss_as_written(ctx: Context, case) -> None:
@@ -308,24 +374,251 @@ def cbows_hidden_vector_ignores_the_order_of_the_context(ctx: Context, case, dat
 # --- training examples ------------------------------------------------------------------------
 
 
-def examples(tokens: list[int], window: int) -> tuple[int, int]:
-    """The number of skip-gram pairs and of CBOW examples of a text (the reference's builders)."""
-    return len(pairs(tokens, window)), len(cbow_examples(tokens, window))
+def window_contexts(tokens: list[int], window: int) -> list[tuple[list[int], int]]:
+    """CBOW's ``(context, centre)`` examples written out here: the neighbours within ``c``, centre left out."""
+    return [([tokens[j] for j in range(max(0, t - window), min(len(tokens), t + window + 1)) if j != t], tokens[t])
+            for t in range(len(tokens)) if len(tokens) > 1]
 
 
-@claim_property("word2vec.training-examples", needs=(), dtypes=("float64",))
-@given(length=st.integers(2, 60), window=st.integers(1, 10))
-@example(length=5, window=1)
-def skipgram_makes_about_2c_examples_per_word_and_cbow_one(ctx: Context, length, window) -> None:
-    """Each position of a text of ``T >= 2`` words is one CBOW example, and the centre of up to ``2c``
-    skip-gram pairs: ``sum_t min(c, t) + min(c, T - 1 - t)`` pairs, ``2cT - c(c+1)`` when ``T > c``. Per
-    epoch skip-gram evaluates its output layer ``2c - c(c+1)/T`` times as often as CBOW."""
-    tokens = list(range(length))
-    skipgram, cbow = examples(tokens, window)
+@claim_property("word2vec.training-examples", needs=("skipgram_pairs", "cbow_examples"))
+@given(length=st.integers(2, 60), window=st.integers(1, 10), data=st.data())
+@example(length=5, window=1, data=None)
+def skipgram_makes_about_2c_examples_per_word_and_cbow_one(ctx: Context, length, window, data) -> None:
+    """Each position of a text of ``T >= 2`` words is one CBOW example (its neighbours within ``c``, the centre
+    left out), and the centre of up to ``2c`` skip-gram pairs: ``sum_t min(c, t) + min(c, T - 1 - t)`` pairs,
+    ``2cT - c(c+1)`` when ``T > c``. Per epoch skip-gram evaluates its output layer ``2c - c(c+1)/T`` times as
+    often as CBOW."""
+    ctx.require("skipgram_window", "fixed")
+    centre_kept = ctx.choices("cbow_context", ("without_centre", "with_centre"))
+    vocab = length if data is None else data.draw(st.integers(1, length), label="V")
+    tokens = list(range(length)) if data is None else data.draw(
+        st.lists(st.integers(0, vocab - 1), min_size=length, max_size=length), label="tokens")
+    skipgram = ctx.skipgram_pairs(tokens, window)
+    cbow = ctx.cbow_examples(tokens, window)
     expected = sum(min(window, t) + min(window, length - 1 - t) for t in range(length))
-    assert cbow == length, f"{cbow} CBOW examples for {length} words"
-    assert skipgram == expected, f"{skipgram} skip-gram pairs, expected {expected}"
+    assert len(cbow) == length, f"{len(cbow)} CBOW examples for {length} words"
+    assert len(skipgram) == expected, f"{len(skipgram)} skip-gram pairs, expected {expected}"
+    assert sorted(skipgram) == sorted(window_pairs(tokens, window)), "the skip-gram pairs are not the window's"
+    got = sorted((sorted(context), centre) for context, centre in cbow)
+    wants = {how: sorted((sorted(context + ([centre] if how == "with_centre" else [])), centre)
+                         for context, centre in window_contexts(tokens, window)) for how in centre_kept}
+    assert got in wants.values(), (
+        f"CBOW examples {got[:6]}, the window of {window} gives {wants[centre_kept[0]][:6]} ({centre_kept[0]})"
+    )
     if length > window:
-        assert skipgram == 2 * window * length - window * (window + 1), f"{skipgram} pairs is not 2cT - c(c+1)"
-        ratio = skipgram / cbow
+        assert len(skipgram) == 2 * window * length - window * (window + 1), "not 2cT - c(c+1) pairs"
+        ratio = len(skipgram) / len(cbow)
         assert math.isclose(ratio, 2 * window - window * (window + 1) / length), f"ratio {ratio} is not 2c - c(c+1)/T"
+
+
+#: 002's CBOW example: the context ["the", "quick", "fox"] around "brown" in "The quick brown fox jumps".
+CBOW_CONTEXT = [0, 1, 3]
+
+
+@claim_property("word2vec.cbow-example-context", needs=("cbow_examples",))
+@given(window=st.integers(1, 6))
+def the_context_of_brown_is_two_words_or_four(ctx: Context, window) -> None:
+    """Corrected: in "The quick brown fox jumps" (ids 0..4) the implementation's CBOW context of "brown" (id 2)
+    is [quick, fox] for window 1 and [the, quick, fox, jumps] for every window of 2 or more."""
+    ctx.require("cbow_context", "without_centre")
+    contexts = [sorted(context) for context, centre in ctx.cbow_examples([0, 1, 2, 3, 4], window) if centre == 2]
+    expected = [[1, 3]] if window == 1 else [[0, 1, 3, 4]]
+    assert contexts == expected, (
+        f"window {window}: the context of 'brown' is {[[SENTENCE[i] for i in c] for c in contexts]}, "
+        f"expected {[[SENTENCE[i] for i in c] for c in expected]}"
+    )
+
+
+@claim_property("word2vec.cbow-example-context", needs=("cbow_examples",), expect="counterexample")
+@given(window=st.integers(1, 4))
+def the_documents_cbow_context_comes_from_a_window(ctx: Context, window) -> None:
+    """As written, 002's CBOW example predicts "brown" (id 2) from the context ["the", "quick", "fox"] of
+    "The quick brown fox jumps" (ids 0..4): some window ``c`` gives that context. Window 1 gives
+    [quick, fox], window 2 and more [the, quick, fox, jumps]: no window leaves out "jumps" and keeps "the"."""
+    ctx.require("cbow_context", "without_centre")
+    contexts = [sorted(context) for context, centre in ctx.cbow_examples([0, 1, 2, 3, 4], window) if centre == 2]
+    assert contexts == [CBOW_CONTEXT], (
+        f"window {window}: the context of 'brown' is {[[SENTENCE[i] for i in c] for c in contexts]}, "
+        "not ['the', 'quick', 'fox']"
+    )
+
+
+# --- skip-gram with negative sampling factorises a shifted PMI matrix ---------------------------
+
+
+@st.composite
+def cooccurrence_tables(draw: st.DrawFn) -> torch.Tensor:
+    """Whole co-occurrence counts ``#(w, c)`` ``(V, V)``, every entry from 1 to 50."""
+    vocab = draw(st.integers(2, 4))
+    values = draw(st.lists(st.integers(1, 50), min_size=vocab * vocab, max_size=vocab * vocab), label="counts")
+    return torch.tensor(values, dtype=F64).reshape(vocab, vocab)  # (V * V,) -> (V, V)
+
+
+def expected_sgns_loss(ctx: Context, counts: torch.Tensor, k: int, w: int, c: int,
+                       centre: float) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """The implementation's expected loss of the pair ``(w, c)`` at 601 scores ``x`` 0.01 apart around ``centre``.
+
+    Returns the grid ``(P,)``, the losses ``#(w,c) l_+(x) + k #(w) #(c) / D l_-(x)`` ``(P,)`` and ``PMI(w, c)``.
+    """
+    total = counts.sum()
+    a = counts[w, c]
+    b = k * counts[w].sum() * counts[:, c].sum() / total
+    pmi = math.log(float(a * total / (counts[w].sum() * counts[:, c].sum())))
+    grid = torch.tensor([centre + STEP * i for i in range(-300, 301)], dtype=F64)  # (P,) scores x
+    n = grid.shape[0]
+    in_table = torch.cat([grid[:, None], torch.ones(1, 1, dtype=F64)])  # (P + 1, 1): row i is x_i
+    out_table = torch.cat([torch.ones(1, 1, dtype=F64), torch.zeros(n, 1, dtype=F64)])  # (P + 1, 1): 1, then 0s
+    centres = torch.arange(n)
+    scored, unscored = torch.zeros(n, dtype=torch.int64), torch.ones(n, dtype=torch.int64)  # output rows 0 and 1
+    # positive: the row scoring x, noise: the row scoring 0: l_+(x) + log 2; then the other way round
+    positive = ctx.negative_sampling_loss(centres, scored, unscored[:, None], in_table, out_table) - math.log(2.0)
+    negative = ctx.negative_sampling_loss(centres, unscored, scored[:, None], in_table, out_table) - math.log(2.0)
+    return grid, a * positive + b * negative, pmi
+
+
+#: The spacing of the scores at which the expected negative-sampling loss is evaluated.
+STEP = 0.01
+
+
+def pair_of(counts: torch.Tensor, data: st.DataObject | None) -> tuple[int, int]:
+    if data is None:
+        return 0, 1
+    return (data.draw(st.integers(0, counts.shape[0] - 1), label="w"),
+            data.draw(st.integers(0, counts.shape[0] - 1), label="c"))
+
+
+@claim_property("word2vec.shifted-pmi", needs=("negative_sampling_loss",), dtypes=("float64",))
+@given(counts=cooccurrence_tables(), k=st.integers(2, 15), data=st.data())
+@example(counts=torch.tensor([[10.0, 2.0], [2.0, 10.0]], dtype=F64), k=5, data=None)
+def sgns_is_optimal_at_pmi_minus_log_k(ctx: Context, counts, k, data) -> None:
+    """Levy and Goldberg (2014): with ``k`` noise words from the unigram distribution, the expected
+    negative-sampling loss of a pair ``(w, c)``, ``#(w,c) l_+(x) + k #(w) #(c) / D l_-(x)`` with the
+    implementation's terms ``l_+(x) = -log sigma(x)`` and ``l_-(x) = -log sigma(-x)`` at the score
+    ``x = v'_c . v_w``, is smallest at ``x = PMI(w, c) - log k``, not at ``log #(w, c)`` nor at ``PMI``."""
+    w, c = pair_of(counts, data)
+    total = counts.sum()
+    optimum = math.log(float(counts[w, c] * total / (counts[w].sum() * counts[:, c].sum()))) - math.log(k)
+    grid, expected, pmi = expected_sgns_loss(ctx, counts, k, w, c, optimum)
+    best = float(grid[int(expected.argmin())])
+    assert abs(best - optimum) <= STEP + 1e-9, (
+        f"the expected loss is smallest at x = {best:.4f}, not at PMI - log k = {pmi:.4f} - {math.log(k):.4f} "
+        f"= {optimum:.4f}"
+    )
+    for name, x in (("PMI", pmi), ("log #(w, c)", math.log(float(counts[w, c])))):
+        if 3 * STEP < abs(x - optimum) < 300 * STEP:
+            i = round((x - optimum) / STEP) + 300
+            assert expected[i] > expected[300], f"the loss at {name} = {x:.4f} is not above the optimum's"
+
+
+@claim_property("word2vec.shifted-pmi", needs=("negative_sampling_loss",), expect="counterexample",
+                dtypes=("float64",))
+@given(counts=cooccurrence_tables(), k=st.integers(2, 15), data=st.data())
+@example(counts=torch.tensor([[10.0, 2.0], [2.0, 10.0]], dtype=F64), k=5, data=None)
+def sgns_factorises_the_co_occurrence_matrix_as_written(ctx: Context, counts, k, data) -> None:
+    """As written (001): the objective factorises the co-occurrence matrix, read as ``v_w . v'_c = log #(w, c)``
+    at the optimum: the implementation's expected loss of the pair is smallest within 0.01 of ``log #(w, c)``."""
+    w, c = pair_of(counts, data)
+    target = math.log(float(counts[w, c]))
+    grid, expected, pmi = expected_sgns_loss(ctx, counts, k, w, c, target)
+    best = float(grid[int(expected.argmin())])
+    assert abs(best - target) <= STEP + 1e-9, (
+        f"the expected loss is smallest at x = {best:.4f} (PMI - log k = {pmi - math.log(k):.4f}), "
+        f"not at log #(w, c) = {target:.4f}"
+    )
+
+
+# --- 001's gensim code ---------------------------------------------------------------------------
+
+
+def gensim_corpus() -> list[list[str]]:
+    """A small corpus: gensim's own ``common_texts`` and sentences with king, queen, man and woman."""
+    from gensim.test.utils import common_texts
+
+    royal = [["the", "king", "rules", "the", "land"], ["the", "queen", "rules", "the", "land"],
+             ["a", "man", "walks", "in", "the", "park"], ["a", "woman", "walks", "in", "the", "park"],
+             ["the", "king", "is", "a", "man"], ["the", "queen", "is", "a", "woman"]]
+    return [list(s) for s in common_texts] + royal * 3 + [["hapax"]]
+
+
+def analogy_written_out(vectors, positive: list[str], negative: list[str], topn: int) -> list[str]:
+    """3CosAdd over gensim's unit vectors: the ``topn`` words nearest to ``sum positive - sum negative``."""
+    import numpy as np
+
+    unit = vectors.get_normed_vectors().astype(np.float64)  # (V, d)
+    query = sum(unit[vectors.key_to_index[w]] for w in positive) - sum(unit[vectors.key_to_index[w]] for w in negative)
+    query = query / np.linalg.norm(query)
+    scores = unit @ query  # (V,)
+    order = [vectors.index_to_key[i] for i in np.argsort(-scores, kind="stable")]
+    return [w for w in order if w not in positive + negative][:topn]
+
+
+def most_similar(vectors, positive: list[str], negative: list[str], topn: int) -> list[tuple[str, float]]:
+    """gensim's ``KeyedVectors.most_similar``, as 001's ``analogy`` calls it."""
+    return vectors.most_similar(positive=positive, negative=negative, topn=topn)
+
+
+@claim_property("word2vec.gensim-api", needs=(), about="library", dtypes=("float64",), max_examples=1)
+@given(st.just(None))
+def gensims_word2vec_takes_001s_arguments_as_the_code_says(ctx: Context, _) -> None:
+    """001's ``Word2Vec(sentences, vector_size=100, window=5, sg=1, negative=5, min_count=2)`` is skip-gram with
+    five noise words from the 3/4-power table, no hierarchical softmax, window 5, words seen once left out; its
+    ``most_similar(positive=[king, woman], negative=[man], topn=3)`` is 3CosAdd on the unit vectors, the query
+    words excluded."""
+    try:
+        from gensim.models import Word2Vec
+    except ImportError:
+        raise NotApplicable("gensim is not installed") from None
+    model = Word2Vec(sentences=gensim_corpus(), vector_size=100, window=5, sg=1, negative=5, min_count=2, workers=1,
+                     seed=1)
+    assert (model.sg, model.negative, model.hs, model.window) == (1, 5, 0, 5), (
+        f"sg {model.sg}, negative {model.negative}, hs {model.hs}, window {model.window}"
+    )
+    assert model.ns_exponent == 0.75, f"noise exponent {model.ns_exponent}"
+    assert "hapax" not in model.wv.key_to_index and "king" in model.wv.key_to_index, "min_count=2 not applied"
+    answer = most_similar(model.wv, ["king", "woman"], ["man"], 3)
+    assert len(answer) == 3 and all(isinstance(w, str) and isinstance(c, float) for w, c in answer), answer
+    words = [w for w, _ in answer]
+    assert words == analogy_written_out(model.wv, ["king", "woman"], ["man"], 3), (
+        f"most_similar gives {words}, 3CosAdd written out {analogy_written_out(model.wv, ['king', 'woman'], ['man'], 3)}"
+    )
+    assert [c for _, c in answer] == sorted((c for _, c in answer), reverse=True), "not best first"
+
+
+# --- words in similar contexts --------------------------------------------------------------------
+
+#: Two groups of words that share their contexts within the group and never across.
+GROUPS = ((("king", "queen"), ("crown", "palace", "throne", "royal")),
+          (("apple", "pear"), ("juice", "tree", "ripe", "sweet")))
+
+
+def shared_context_corpus(seed: int) -> list[list[str]]:
+    """200 sentences ``context word context``: each group's words between two of that group's contexts."""
+    import random
+
+    rng = random.Random(seed)
+    return [[rng.choice(contexts), rng.choice(words), rng.choice(contexts)]
+            for _ in range(100) for words, contexts in GROUPS]
+
+
+def _crc32(text: str) -> int:
+    import zlib
+
+    return zlib.crc32(text.encode("utf-8"))
+
+
+@claim_property("word2vec.similar-contexts", needs=(), about="library", dtypes=("float64",), max_examples=20)
+@given(corpus_seed=st.integers(0, 2**31 - 1), seed=st.integers(0, 2**31 - 1))
+def words_sharing_contexts_end_up_closest(ctx: Context, corpus_seed, seed) -> None:
+    """gensim's skip-gram with negative sampling, trained on a corpus where king and queen share contexts (and
+    apple and pear others) but never meet, makes king closer to queen than to apple or pear, and apple closer
+    to pear than to king or queen."""
+    try:
+        from gensim.models import Word2Vec
+    except ImportError:
+        raise NotApplicable("gensim is not installed") from None
+    model = Word2Vec(shared_context_corpus(corpus_seed), vector_size=16, window=2, sg=1, negative=5, min_count=1,
+                     workers=1, seed=seed, epochs=50, sample=0, hashfxn=_crc32)
+    cos = model.wv.similarity
+    for (a, b), (u, w) in ((("king", "queen"), ("apple", "pear")), (("apple", "pear"), ("king", "queen"))):
+        near, far = float(cos(a, b)), max(float(cos(a, u)), float(cos(a, w)))
+        assert near > far, f"cos({a}, {b}) = {near:.3f} is not above cos({a}, {u} or {w}) = {far:.3f}"

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["check_ids", "check_table", "lookup", "lookup_via_one_hot", "one_hot"]
+__all__ = [
+    "check_ids", "check_table", "initial_table", "lookup", "lookup_gradient", "lookup_via_one_hot", "one_hot", "tied_logits",
+]
 
 
 def check_ids(ids: torch.Tensor, vocab_size: int) -> None:
@@ -61,3 +63,34 @@ def lookup_via_one_hot(ids: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
     """The same rows as :func:`lookup`, computed as ``one_hot(ids) @ table``: ``(..., V) @ (V, d) -> (..., d)``."""
     check_table(table)
     return one_hot(ids, table.shape[0], dtype=table.dtype).to(table.device) @ table
+
+
+def lookup_gradient(ids: torch.Tensor, table: torch.Tensor, upstream: torch.Tensor) -> torch.Tensor:
+    """``d/d table`` of ``sum(table[ids] * upstream)``: ``upstream (..., d)`` added into the rows ``ids (...)``.
+
+    Rows never looked up get zero; an id that occurs several times gets the sum of its
+    upstream rows. Returns ``(V, d)`` in the table's dtype.
+    """
+    check_table(table)
+    check_ids(ids, table.shape[0])
+    if upstream.shape != (*ids.shape, table.shape[1]):
+        raise ValueError(f"upstream must have shape {(*ids.shape, table.shape[1])}, got {tuple(upstream.shape)}")
+    gradient = torch.zeros_like(table)
+    flat = upstream.reshape(-1, table.shape[1]).to(table.dtype)  # (..., d) -> (N, d)
+    return gradient.index_add_(0, ids.reshape(-1), flat)  # (N,) ids
+
+
+def initial_table(vocab_size: int, dim: int, seed: int, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """A ``(vocab_size, dim)`` table of independent standard normal entries (``nn.Embedding``'s ``normal_(0, 1)``)."""
+    if vocab_size < 1 or dim < 1:
+        raise ValueError(f"a table needs at least one row and one column, got ({vocab_size}, {dim})")
+    generator = torch.Generator().manual_seed(int(seed))
+    return torch.randn(vocab_size, dim, generator=generator, dtype=torch.float64).to(dtype)
+
+
+def tied_logits(hidden: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """The scores of an output layer whose weight is the embedding ``table``: ``(B, d) @ (d, V) -> (B, V)``."""
+    check_table(table)
+    if hidden.dim() != 2 or hidden.shape[1] != table.shape[1]:
+        raise ValueError(f"hidden must be (batch, {table.shape[1]}), got {tuple(hidden.shape)}")
+    return hidden @ table.T

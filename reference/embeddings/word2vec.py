@@ -44,6 +44,7 @@ import torch.nn.functional as F
 from .onehot import check_ids, check_table
 
 __all__ = [
+    "skipgram_probabilities",
     "NegativeSamplingComparison",
     "Vocabulary",
     "Word2VecModel",
@@ -220,6 +221,16 @@ def skipgram_softmax_loss(centres: torch.Tensor, contexts: torch.Tensor, in_tabl
     if in_table.shape != out_table.shape:
         raise ValueError(f"in_table {tuple(in_table.shape)} and out_table {tuple(out_table.shape)} differ in shape")
     return softmax_loss(in_table[centres], contexts, out_table)  # (B,) -> (B, d) -> (B,)
+
+
+def skipgram_probabilities(centres: torch.Tensor, in_table: torch.Tensor, out_table: torch.Tensor) -> torch.Tensor:
+    """001's full softmax ``p(w | w_I) = exp(v'_w . v_I) / sum_u exp(v'_u . v_I)``: ``(B,)`` ids -> ``(B, V)``."""
+    check_table(in_table)
+    check_table(out_table)
+    check_ids(centres, in_table.shape[0])
+    if in_table.shape[1] != out_table.shape[1]:
+        raise ValueError(f"in_table {tuple(in_table.shape)} and out_table {tuple(out_table.shape)} differ in width")
+    return torch.softmax(in_table[centres] @ out_table.T, dim=-1)  # (B, d) @ (d, V) -> (B, V)
 
 
 def negative_sampling_loss(hidden: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor,

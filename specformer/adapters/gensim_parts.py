@@ -20,6 +20,16 @@
   ``log p_k - log p_0 = l1_k`` recovers the hidden vector from gensim's own output.
   Tables with entries beyond 40 in absolute value are not applicable (the softmax would
   overflow).
+* ``fasttext_vector``: ``FastTextKeyedVectors.get_vector`` of a ``FastTextKeyedVectors``
+  (``bucket``: the first count of :data:`FASTTEXT_BUCKETS` under which the given n-grams
+  fall in distinct buckets) whose vocabulary is the given words with their
+  rows (``vectors_vocab``) and whose n-gram table holds each given n-gram's row at the
+  bucket gensim hashes it to (``ft_ngram_hashes``), zero elsewhere; then
+  ``adjust_vectors``, which stores ``(v + sum z) / (n + 1)`` for a known word, while an
+  unseen word gets ``sum z / n`` (the ``mean`` composition). gensim hashes every n-gram of
+  a word, so one that is not given still counts, with a zero row; two given n-grams that
+  share a bucket, or an n-gram without a bucket of its own in gensim's byte-level
+  n-grams (non-ASCII text, ``min_n = 1``), make the example not applicable.
 
 gensim is imported on first use; without it each operation raises an ``ImportError``
 that names the package. Inputs are float32 or float64 (numpy has no bfloat16); results
@@ -34,10 +44,13 @@ from typing import Any
 import torch
 
 from specformer.adapters.hf_common import import_library
+from specformer.protocol import Capabilities
 from specformer.protocol.base import NotApplicable
 
 #: The release the adapter is written against.
 GENSIM_VERSION = "4.4.0"
+#: Bucket counts of the n-gram table the ``fasttext_vector`` adapter builds, tried in turn (primes).
+FASTTEXT_BUCKETS = (100_003, 100_019, 100_043, 100_049, 100_057, 100_069, 100_103, 100_109)
 #: Entries beyond this are outside the ``cbow_hidden`` domain (``exp`` of the hidden vector).
 CBOW_ENTRY_LIMIT = 40.0
 
@@ -60,9 +73,11 @@ def _word2vec(**settings: Any) -> Any:
 
 
 class GensimParts:
-    """gensim 4.4's n-grams, negative-sampling table and CBOW forward pass."""
+    """gensim 4.4's n-grams, negative-sampling table, CBOW forward pass and FastText vectors."""
 
     name = "gensim"
+    capabilities = Capabilities(dtypes=frozenset({"float32", "float64"}),
+                                conventions={"composition": frozenset({"mean"})})
 
     def char_ngrams(self, word: str, min_n: int = 3, max_n: int = 6) -> list[str]:
         """``gensim.models.fasttext.compute_ngrams(word, min_n, max_n)``."""
@@ -111,6 +126,36 @@ class GensimParts:
                 p[model.wv.get_index(key)] = probability
             hidden[b] = np.log(p[1:dim + 1]) - np.log(p[0])  # l1_k = log p_{k+1} - log p_0
         return torch.from_numpy(hidden).to(table.device)
+
+    def fasttext_vector(self, word: str, words: list[str], word_table: torch.Tensor, ngrams: list[str],
+                        ngram_table: torch.Tensor, min_n: int = 3, max_n: int = 6) -> torch.Tensor:
+        """``FastTextKeyedVectors.get_vector(word)`` with the given word rows and n-gram rows placed in gensim's buckets."""
+        import numpy as np
+
+        fasttext = _gensim("models.fasttext")
+        dtype = _numpy_dtype(ngram_table)
+        dim = ngram_table.shape[1]
+        if min_n < 2 or not all(w.isascii() for w in [word, *words, *ngrams]):
+            raise NotApplicable("gensim hashes byte n-grams and leaves out the bare markers: ASCII and min_n >= 2 only")
+        hashes = [fasttext.ft_hash_bytes(gram.encode("utf-8")) for gram in ngrams]
+        for buckets in FASTTEXT_BUCKETS:  # the first count that gives every given n-gram a bucket of its own
+            if len({h % buckets for h in hashes}) == len(set(ngrams)):
+                break
+        else:
+            raise RuntimeError("the given n-grams share buckets under every bucket count tried")
+        vectors = fasttext.FastTextKeyedVectors(dim, min_n, max_n, buckets, dtype=dtype)
+        table = np.zeros((buckets, dim), dtype=dtype)
+        rows = ngram_table.detach().cpu().numpy()
+        for i, h in enumerate(hashes):
+            table[h % buckets] = rows[i]
+        vectors.vectors_ngrams = table
+        if words:
+            vocab_rows = word_table.detach().cpu().numpy().astype(dtype)
+            vectors.add_vectors(list(words), np.zeros((len(words), dim), dtype=dtype))
+            vectors.vectors_vocab = vocab_rows
+            vectors.recalc_char_ngram_buckets()
+            vectors.adjust_vectors()
+        return torch.from_numpy(np.array(vectors.get_vector(word), dtype=dtype)).to(ngram_table.device)
 
 
 implementation = GensimParts()

@@ -207,6 +207,81 @@ class ReferenceImplementation:
 
         return char_ngrams(word, min_n, max_n)
 
+    def euclidean_distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """:func:`specformer.reference.embeddings.similarity.euclidean_distance`."""
+        from specformer.reference.embeddings.similarity import euclidean_distance
+
+        return euclidean_distance(a, b)
+
+    def lookup_gradient(self, ids: torch.Tensor, table: torch.Tensor, upstream: torch.Tensor) -> torch.Tensor:
+        """:func:`specformer.reference.embeddings.onehot.lookup_gradient`."""
+        from specformer.reference.embeddings.onehot import lookup_gradient
+
+        return lookup_gradient(ids, table, upstream)
+
+    def embedding_init(self, vocab_size: int, dim: int, seed: int, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """:func:`specformer.reference.embeddings.onehot.initial_table` (standard normal entries)."""
+        from specformer.reference.embeddings.onehot import initial_table
+
+        return initial_table(vocab_size, dim, seed, dtype=dtype)
+
+    def tied_logits(self, hidden: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        """:func:`specformer.reference.embeddings.onehot.tied_logits`."""
+        from specformer.reference.embeddings.onehot import tied_logits
+
+        return tied_logits(hidden, table)
+
+    def skipgram_pairs(self, ids: list[int], window: int) -> list[tuple[int, int]]:
+        """:func:`specformer.reference.embeddings.word2vec.skipgram_pairs` (a fixed window)."""
+        from specformer.reference.embeddings.word2vec import skipgram_pairs
+
+        return skipgram_pairs(ids, window)
+
+    def cbow_examples(self, ids: list[int], window: int) -> list[tuple[list[int], int]]:
+        """:func:`specformer.reference.embeddings.word2vec.cbow_examples` (the centre word left out)."""
+        from specformer.reference.embeddings.word2vec import cbow_examples
+
+        return cbow_examples(ids, window)
+
+    def skipgram_softmax(self, centre_ids: torch.Tensor, in_table: torch.Tensor, out_table: torch.Tensor) -> torch.Tensor:
+        """:func:`specformer.reference.embeddings.word2vec.skipgram_probabilities`."""
+        from specformer.reference.embeddings.word2vec import skipgram_probabilities
+
+        return skipgram_probabilities(centre_ids, in_table, out_table)
+
+    def negative_sampling_loss(self, centre_ids: torch.Tensor, context_ids: torch.Tensor, negative_ids: torch.Tensor,
+                               in_table: torch.Tensor, out_table: torch.Tensor) -> torch.Tensor:
+        """:func:`specformer.reference.embeddings.word2vec.negative_sampling_loss` on the looked-up rows."""
+        from specformer.reference.embeddings.onehot import check_ids
+        from specformer.reference.embeddings.word2vec import negative_sampling_loss
+
+        for ids in (centre_ids, context_ids, negative_ids):
+            check_ids(ids, in_table.shape[0])
+        return negative_sampling_loss(in_table[centre_ids], out_table[context_ids], out_table[negative_ids])
+
+    def glove_cooccurrence(self, ids: list[int], vocab_size: int, window: int, *,
+                           dtype: torch.dtype = torch.float64) -> torch.Tensor:
+        """:func:`specformer.reference.embeddings.glove.cooccurrence_counts` (``1/d`` weighting)."""
+        from specformer.reference.embeddings.glove import cooccurrence_counts
+
+        return cooccurrence_counts([ids], vocab_size, window, dtype=dtype)
+
+    def glove_loss(self, x: torch.Tensor, w: torch.Tensor, w_tilde: torch.Tensor, b: torch.Tensor,
+                   b_tilde: torch.Tensor, x_max: float = 100.0, alpha: float = 0.75) -> torch.Tensor:
+        """:func:`specformer.reference.embeddings.glove.glove_loss`."""
+        from specformer.reference.embeddings.glove import glove_loss
+
+        return glove_loss(x, w, w_tilde, b, b_tilde, x_max, alpha)
+
+    def fasttext_vector(self, word: str, words: list[str], word_table: torch.Tensor, ngrams: list[str],
+                        ngram_table: torch.Tensor, min_n: int = 3, max_n: int = 6) -> torch.Tensor:
+        """:func:`specformer.reference.embeddings.fasttext.word_vector` with ``combine="mean"`` (fastText's)."""
+        from specformer.reference.embeddings.fasttext import word_vector
+
+        return word_vector(word, {g: i for i, g in enumerate(ngrams)}, ngram_table,
+                           word_index={w: i for i, w in enumerate(words)}, word_table=word_table,
+                           min_n=min_n, max_n=max_n, combine="mean")
+
     def token_vectors(self, text: str, layer: int = -1) -> tuple[list[str], torch.Tensor]:
         """:func:`specformer.reference.embeddings.contextual.token_vectors` (float64, on the CPU)."""
         from specformer.reference.embeddings.contextual import token_vectors

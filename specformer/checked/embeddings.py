@@ -55,6 +55,105 @@ class EmbeddingCalls(_Base):
         result = self.call("char_ngrams", word, min_n, max_n, names=("word", "min_n", "max_n"))
         return _items("char_ngrams", result, str, f"the n-grams of {word!r:.100}")
 
+    def cosine_similarity_refusal(self, a: torch.Tensor, b: torch.Tensor) -> str | None:
+        """The message of the ValueError the implementation raises for ``a``, ``b``, or None if it answers.
+
+        Any other exception, and any answer of the wrong type or shape, is an
+        :class:`~specformer.context.ImplementationError` as for :meth:`cosine_similarity`.
+        """
+        from specformer.context import ImplementationError
+
+        try:
+            self.cosine_similarity(a, b)
+        except ImplementationError as exc:
+            if f"{self.impl_name}.cosine_similarity raised ValueError" in str(exc):
+                return str(exc)
+            raise
+        return None
+
+    def euclidean_distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """The implementation's row-wise Euclidean distances, as float64."""
+        result = self.call("euclidean_distance", self.cast(a), self.cast(b), names=("a", "b"))
+        return self._returned("euclidean_distance", result, (a.shape[0],), "Euclidean distances")
+
+    def lookup_gradient(self, ids: torch.Tensor, table: torch.Tensor, upstream: torch.Tensor) -> torch.Tensor:
+        """The implementation's gradient of ``sum(table[ids] * upstream)`` with respect to ``table``, as float64."""
+        result = self.call("lookup_gradient", ids.to(torch.int64), self.cast(table), self.cast(upstream),
+                           names=("ids", "table", "upstream"))
+        return self._returned("lookup_gradient", result, tuple(table.shape), "the table's gradient")
+
+    def embedding_init(self, vocab_size: int, dim: int, seed: int) -> torch.Tensor:
+        """The implementation's freshly initialised ``(V, d)`` table for ``seed``, as float64."""
+        result = self.call("embedding_init", vocab_size, dim, seed, names=("vocab_size", "dim", "seed"),
+                           dtype=self.dtype)
+        return self._returned("embedding_init", result, (vocab_size, dim), "the initial table")
+
+    def tied_logits(self, hidden: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        """The implementation's scores of an output layer tied to ``table``, ``(B, V)``, as float64."""
+        result = self.call("tied_logits", self.cast(hidden), self.cast(table), names=("hidden", "table"))
+        return self._returned("tied_logits", result, (hidden.shape[0], table.shape[0]), "tied output scores")
+
+    def skipgram_pairs(self, ids: list[int], window: int) -> list[tuple[int, int]]:
+        """The implementation's skip-gram ``(centre, context)`` pairs of ``ids``."""
+        from specformer.checked.tokenization import _pairs
+
+        result = self.call("skipgram_pairs", list(ids), window, names=("ids", "window"))
+        return _pairs("skipgram_pairs", result, int, f"the skip-gram pairs of {len(ids)} words")
+
+    def cbow_examples(self, ids: list[int], window: int) -> list[tuple[list[int], int]]:
+        """The implementation's CBOW ``(context, centre)`` examples of ``ids``."""
+        from specformer.checked.tokenization import _items
+        from specformer.context import ImplementationError
+
+        result = self.call("cbow_examples", list(ids), window, names=("ids", "window"))
+        if not isinstance(result, (list, tuple)):
+            _items("cbow_examples", result, tuple, f"the CBOW examples of {len(ids)} words")  # raises
+        examples = list(result)
+        checked = []
+        for i, example in enumerate(examples):
+            if not isinstance(example, (tuple, list)) or len(example) != 2 or type(example[1]) is not int:
+                raise ImplementationError(f"cbow_examples returned {example!r:.200} at index {i}, "
+                                          "expected (context ids, centre id)")
+            context = _items("cbow_examples", example[0], int, f"the context of example {i}")
+            checked.append((context, example[1]))
+        return checked
+
+    def skipgram_softmax(self, centre_ids: torch.Tensor, in_table: torch.Tensor, out_table: torch.Tensor) -> torch.Tensor:
+        """The implementation's ``p(w | centre)`` ``(B, V)``, as float64."""
+        result = self.call("skipgram_softmax", centre_ids.to(torch.int64), self.cast(in_table), self.cast(out_table),
+                           names=("centre_ids", "in_table", "out_table"))
+        return self._returned("skipgram_softmax", result, (centre_ids.shape[0], out_table.shape[0]),
+                              "skip-gram probabilities")
+
+    def negative_sampling_loss(self, centre_ids: torch.Tensor, context_ids: torch.Tensor, negative_ids: torch.Tensor,
+                               in_table: torch.Tensor, out_table: torch.Tensor) -> torch.Tensor:
+        """The implementation's negative-sampling loss per pair ``(B,)``, as float64."""
+        result = self.call("negative_sampling_loss", centre_ids.to(torch.int64), context_ids.to(torch.int64),
+                           negative_ids.to(torch.int64), self.cast(in_table), self.cast(out_table),
+                           names=("centre_ids", "context_ids", "negative_ids", "in_table", "out_table"))
+        return self._returned("negative_sampling_loss", result, (centre_ids.shape[0],), "negative-sampling losses")
+
+    def glove_cooccurrence(self, ids: list[int], vocab_size: int, window: int) -> torch.Tensor:
+        """The implementation's co-occurrence counts ``(V, V)``, as float64."""
+        result = self.call("glove_cooccurrence", list(ids), vocab_size, window,
+                           names=("ids", "vocab_size", "window"), dtype=self.dtype)
+        return self._returned("glove_cooccurrence", result, (vocab_size, vocab_size), "co-occurrence counts")
+
+    def glove_loss(self, x: torch.Tensor, w: torch.Tensor, w_tilde: torch.Tensor, b: torch.Tensor,
+                   b_tilde: torch.Tensor, x_max: float = 100.0, alpha: float = 0.75) -> torch.Tensor:
+        """The implementation's GloVe loss (0-d), as float64."""
+        result = self.call("glove_loss", self.cast(x), self.cast(w), self.cast(w_tilde), self.cast(b),
+                           self.cast(b_tilde), names=("x", "w", "w_tilde", "b", "b_tilde"), x_max=x_max, alpha=alpha)
+        return self._returned("glove_loss", result, (), "the GloVe loss")
+
+    def fasttext_vector(self, word: str, words: list[str], word_table: torch.Tensor, ngrams: list[str],
+                        ngram_table: torch.Tensor, min_n: int = 3, max_n: int = 6) -> torch.Tensor:
+        """The implementation's composed FastText vector of ``word`` ``(d,)``, as float64."""
+        result = self.call("fasttext_vector", word, list(words), self.cast(word_table), list(ngrams),
+                           self.cast(ngram_table), min_n, max_n,
+                           names=("word", "words", "word_table", "ngrams", "ngram_table", "min_n", "max_n"))
+        return self._returned("fasttext_vector", result, (ngram_table.shape[1],), f"the vector of {word!r:.60}")
+
     def token_vectors(self, text: str, layer: int = -1) -> tuple[list[str], torch.Tensor]:
         """The implementation's tokens of ``text`` and their vectors after ``layer``, as float64."""
         from specformer.checked.tokenization import _items

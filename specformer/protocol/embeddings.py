@@ -15,14 +15,48 @@ contextual model (``token_vectors``), which keep the model's own floating dtype.
 * ``glove_weight(x, x_max, alpha)``: GloVe's weighting of co-occurrence counts ``x``;
 * ``char_ngrams(word, min_n, max_n)``: FastText's character n-grams of ``word`` with the
   boundary markers ``<`` and ``>``, in the implementation's order (duplicates kept);
+* ``euclidean_distance(a, b)``: row-wise ``|a - b|`` of ``a``, ``b`` ``(n, d)``, shape ``(n,)``;
+* ``lookup_gradient(ids, table, upstream)``: the gradient of ``sum(table[ids] * upstream)``
+  with respect to ``table``, shape ``(V, d)``: zero on rows not looked up, and the sum of
+  the upstream rows of every occurrence of an id (repeated ids accumulate);
+* ``embedding_init(vocab_size, dim, seed, dtype=...)``: a freshly initialised ``(V, d)``
+  table, drawn with ``seed``, as the implementation's embedding layer starts (PyTorch's
+  ``nn.Embedding``: independent standard normal entries);
+* ``tied_logits(hidden, table)``: the output layer tied to the embedding table: scores
+  ``hidden (B, d) @ table^T``, shape ``(B, V)``;
+* ``skipgram_pairs(ids, window)``: the ``(centre, context)`` training pairs of a text of
+  word ids (``list[int]``) for skip-gram with a fixed window: every pair of positions at
+  most ``window`` apart, inside the text (no dynamic shrinking of the window);
+* ``cbow_examples(ids, window)``: CBOW's ``(context ids, centre id)`` examples, one per
+  position with at least one neighbour: the context lists the words at most ``window``
+  positions away, in text order, the centre word left out;
+* ``skipgram_softmax(centre_ids, in_table, out_table)``: the full softmax ``p(w | w_I) =
+  exp(v'_w . v_I) / sum_u exp(v'_u . v_I)`` for each centre id ``(B,)``, shape ``(B, V)``;
+* ``negative_sampling_loss(centre_ids, context_ids, negative_ids, in_table, out_table)``:
+  ``-log sigma(v'_O . v_I) - sum_k log sigma(-v'_k . v_I)`` per pair, ids ``(B,)``, ``(B,)``,
+  ``(B, k)``; shape ``(B,)``;
+* ``glove_cooccurrence(ids, vocab_size, window, dtype=...)``: GloVe's ``(V, V)`` counts of a
+  text of word ids: every two positions ``1 <= d <= window`` apart add ``1/d`` to both
+  ``X[a, b]`` and ``X[b, a]``;
+* ``glove_loss(x, w, w_tilde, b, b_tilde, x_max, alpha)``: ``sum_{X_ij > 0} f(X_ij) (w_i . w~_j
+  + b_i + b~_j - log X_ij)^2`` as a 0-d tensor (pairs with ``X_ij = 0`` add nothing);
+* ``fasttext_vector(word, words, word_table, ngrams, ngram_table, min_n, max_n)``: the vector
+  FastText composes for ``word`` from its own row of ``word_table`` (if ``word`` is in
+  ``words``) and the rows of ``ngram_table`` of its n-grams listed in ``ngrams`` (others are
+  skipped), shape ``(d,)``. The composition is a convention: ``sum`` (Bojanowski et al.),
+  ``mean`` of the word's vector and its n-gram vectors (fastText's and gensim's), or
+  ``word_plus_mean`` (the word's vector plus the mean of its n-gram vectors);
 * ``token_vectors(text, layer=-1)``: a contextual model the implementation holds, run on
   one text: its tokens (``list[str]``, special tokens included as the model sees them) and
   their vectors ``(len(tokens), d)`` after layer ``layer`` (``0``: the input embeddings,
   before any layer; ``-1``: the last layer). A text longer than the model takes raises
   ``ValueError``; it is never cut silently.
 
-An adapter raises :class:`~specformer.protocol.base.NotApplicable` for inputs its library
-does not take. This module declares the operations only; :mod:`specformer.checked.embeddings`
+Conventions (:data:`CONVENTIONS`, declared in an adapter's ``capabilities``): ``composition``
+(``sum``, ``mean``, ``word_plus_mean``), ``skipgram_window`` (``fixed``, ``dynamic``) and
+``cbow_context`` (``without_centre``, ``with_centre``); the properties draw only what an
+implementation declares. An adapter declares the dtypes its library takes; inside its
+declaration it answers every example. This module declares the operations only; :mod:`specformer.checked.embeddings`
 calls them and checks what they return.
 """
 
@@ -33,8 +67,10 @@ from typing import Protocol
 import torch
 
 from specformer.protocol.base import Family, Operation
+from specformer.protocol.capabilities import Convention
 
-__all__ = ["ContextualImplementation", "EmbeddingImplementation", "FAMILY", "WordVectorPartsImplementation"]
+__all__ = ["CONVENTIONS", "ContextualImplementation", "EmbeddingImplementation", "FAMILY", "TableImplementation",
+           "WordVectorPartsImplementation", "WordVectorTrainingImplementation"]
 
 
 class EmbeddingImplementation(Protocol):
@@ -74,6 +110,68 @@ class WordVectorPartsImplementation(Protocol):
         ...
 
 
+class WordVectorTrainingImplementation(Protocol):
+    """What word2vec, GloVe and FastText compute while they train: examples, scores, losses, compositions."""
+
+    name: str
+
+    def skipgram_pairs(self, ids: list[int], window: int) -> list[tuple[int, int]]:
+        """Every ``(ids[t], ids[t + j])`` with ``0 < |j| <= window`` inside the text, by ``t`` then ``j``."""
+        ...
+
+    def cbow_examples(self, ids: list[int], window: int) -> list[tuple[list[int], int]]:
+        """``(context, ids[t])`` for each ``t`` with a neighbour; the context is ``ids[t-window:t] + ids[t+1:t+window+1]``."""
+        ...
+
+    def skipgram_softmax(self, centre_ids: torch.Tensor, in_table: torch.Tensor,
+                         out_table: torch.Tensor) -> torch.Tensor:
+        """``softmax(in_table[centre_ids] @ out_table^T)`` over the vocabulary: ``(B,)`` -> ``(B, V)``."""
+        ...
+
+    def negative_sampling_loss(self, centre_ids: torch.Tensor, context_ids: torch.Tensor,
+                               negative_ids: torch.Tensor, in_table: torch.Tensor,
+                               out_table: torch.Tensor) -> torch.Tensor:
+        """001's negative-sampling loss per pair, ``(B,)``; ``negative_ids (B, k)`` index ``out_table``."""
+        ...
+
+    def glove_cooccurrence(self, ids: list[int], vocab_size: int, window: int, *,
+                           dtype: torch.dtype = torch.float64) -> torch.Tensor:
+        """GloVe's symmetric, ``1/d``-weighted co-occurrence counts ``(V, V)`` in ``dtype``."""
+        ...
+
+    def glove_loss(self, x: torch.Tensor, w: torch.Tensor, w_tilde: torch.Tensor, b: torch.Tensor,
+                   b_tilde: torch.Tensor, x_max: float = 100.0, alpha: float = 0.75) -> torch.Tensor:
+        """GloVe's weighted least-squares loss over the pairs with ``X_ij > 0``, a 0-d tensor."""
+        ...
+
+    def fasttext_vector(self, word: str, words: list[str], word_table: torch.Tensor, ngrams: list[str],
+                        ngram_table: torch.Tensor, min_n: int = 3, max_n: int = 6) -> torch.Tensor:
+        """The composed vector ``(d,)`` of ``word`` (its own row if known, and its n-grams' rows)."""
+        ...
+
+
+class TableImplementation(Protocol):
+    """An embedding table as a layer: its gradient, its initialiser, its use as a tied output layer, distances."""
+
+    name: str
+
+    def lookup_gradient(self, ids: torch.Tensor, table: torch.Tensor, upstream: torch.Tensor) -> torch.Tensor:
+        """``d/d table`` of ``sum(table[ids] * upstream)``: ``ids (...)``, ``upstream (..., d)``; returns ``(V, d)``."""
+        ...
+
+    def embedding_init(self, vocab_size: int, dim: int, seed: int, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """A fresh ``(vocab_size, dim)`` table drawn with ``seed``, in ``dtype``."""
+        ...
+
+    def tied_logits(self, hidden: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        """The scores of an output layer that shares ``table``: ``hidden (B, d) @ table^T``, ``(B, V)``."""
+        ...
+
+    def euclidean_distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """Row-wise ``|a - b|`` for ``a``, ``b`` ``(n, d)``; returns ``(n,)``."""
+        ...
+
+
 class ContextualImplementation(Protocol):
     """A contextual model: one vector per token, depending on the whole text."""
 
@@ -84,6 +182,23 @@ class ContextualImplementation(Protocol):
         ...
 
 
+#: The conventions an embeddings implementation may declare (``Capabilities.conventions``).
+CONVENTIONS: dict[str, Convention] = {
+    "composition": Convention(
+        values=("sum", "mean", "word_plus_mean"),
+        doc="How fasttext_vector combines a word's own row with its n-gram rows: their sum (Bojanowski et "
+            "al., 000), their mean (fastText, gensim, 002's prose), or the word's row plus the n-grams' mean "
+            "(002's code). An unseen word gets its n-grams' sum, or their mean under the other two."),
+    "skipgram_window": Convention(
+        values=("fixed", "dynamic"),
+        doc="Whether skipgram_pairs pairs every word within the window (fixed, the documents' formula) or "
+            "shrinks the window per centre word (dynamic, word2vec's and gensim's sampling). The properties "
+            "that count pairs need a fixed window."),
+    "cbow_context": Convention(
+        values=("without_centre", "with_centre"),
+        doc="Whether cbow_examples' context leaves the centre word out (the documents) or keeps it."),
+}
+
 #: The embeddings family, registered in :data:`specformer.protocol.FAMILIES`.
 FAMILY = Family("embeddings", (
     Operation("embedding_lookup", EmbeddingImplementation),
@@ -92,5 +207,16 @@ FAMILY = Family("embeddings", (
     Operation("noise_distribution", WordVectorPartsImplementation),
     Operation("glove_weight", WordVectorPartsImplementation),
     Operation("char_ngrams", WordVectorPartsImplementation),
+    Operation("euclidean_distance", TableImplementation),
+    Operation("lookup_gradient", TableImplementation),
+    Operation("embedding_init", TableImplementation),
+    Operation("tied_logits", TableImplementation),
+    Operation("skipgram_pairs", WordVectorTrainingImplementation),
+    Operation("cbow_examples", WordVectorTrainingImplementation),
+    Operation("skipgram_softmax", WordVectorTrainingImplementation),
+    Operation("negative_sampling_loss", WordVectorTrainingImplementation),
+    Operation("glove_cooccurrence", WordVectorTrainingImplementation),
+    Operation("glove_loss", WordVectorTrainingImplementation),
+    Operation("fasttext_vector", WordVectorTrainingImplementation),
     Operation("token_vectors", ContextualImplementation),
-))
+), CONVENTIONS)
