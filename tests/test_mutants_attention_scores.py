@@ -145,3 +145,27 @@ def test_an_invisible_implementation_is_not_applicable() -> None:
 
     row = run_row(P + "the_flops_of_attention_are_quadratic_in_the_sequence_length", FusedOnly())
     assert row.outcome == "not-applicable" and "FlopCounterMode" in row.message, f"{row.outcome}, {row.message}"
+
+
+def test_a_fused_kernel_behind_counted_projections_is_not_a_failure() -> None:
+    """Correct attention: identity projections the counter sees (linear in t), then PyTorch's fused
+    CPU kernel it does not see. The counts are linear in t; the guard of multihead.cost-equal makes
+    the row not applicable instead of failing a correct implementation."""
+
+    class ProjectedFused:
+        name = "projected-fused"
+
+        def attention(self, q, k, v, mask=None, *, causal=False):
+            eye_k = torch.eye(q.shape[-1], dtype=q.dtype)
+            eye_v = torch.eye(v.shape[-1], dtype=v.dtype)
+            q, k, v = q @ eye_k, k @ eye_k, v @ eye_v  # (B, t, d): counted, linear in t
+            mask = mask[:, None] if mask is not None and mask.dim() == 3 else mask  # (B, 1, t_q, t_k)
+            out = torch.nn.functional.scaled_dot_product_attention(q[:, None], k[:, None], v[:, None], attn_mask=mask,
+                                                                   is_causal=causal)  # (B, 1, t_q, d_v): unseen
+            return out[:, 0], None
+
+    impl = ProjectedFused()
+    row = run_row(P + "the_flops_of_attention_are_quadratic_in_the_sequence_length", impl)
+    assert row.outcome == "not-applicable" and "FlopCounterMode" in row.message, f"{row.outcome}, {row.message}"
+    formula = run_row("attention.output_matches_the_formula", impl)
+    assert formula.outcome == "pass", f"the implementation is correct: {formula.outcome}, {formula.message}"

@@ -90,7 +90,7 @@ def output_is_the_weights_times_the_values(ctx: Context, case) -> None:
 
 
 @claim_property("attention.convex-combination")
-@given(case=sf.attention_cases(masked=None), directions=sf.tensors((4, 6), 1.0))
+@given(case=sf.attention_cases(masked=None), directions=sf.tensors((4, 64), 1.0))
 def output_rows_lie_in_the_convex_hull_of_the_values(ctx: Context, case, directions) -> None:
     """For every direction u: ``min_j u.v_j <= u.o_i <= max_j u.v_j`` over the allowed keys j."""
     output = ctx.attention(case.q, case.k, case.v, case.mask).output  # (B, t_q, d_v)
@@ -113,8 +113,13 @@ def _self_attention_inputs(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tens
 
 @st.composite
 def self_attention_cases(draw, max_t=5, max_d=4):
-    """A sequence X (B, t, d), projections (3, d, d) and a permutation of the t positions."""
-    b, t, d = draw(st.integers(1, 2)), draw(st.integers(2, max_t)), draw(st.integers(1, max_d))
+    """A sequence X (B, t, d), projections (3, d, d) and a permutation of the t positions.
+
+    One example in four is realistic: batch 3-4, length and width 7-64.
+    """
+    large = draw(sf.realistic())
+    b, t, d = (draw(sf.sizes(large, 1, 2, "batch")), draw(sf.sizes(large, 2, max_t, "t")),
+               draw(sf.sizes(large, 1, max_d, "d")))
     return draw(sf.tensors((b, t, d))), draw(sf.tensors((3, d, d), 1.0)), draw(sf.permutations_of(t))
 
 
@@ -251,7 +256,7 @@ def self_attention_weights_are_symmetric_as_written(ctx: Context, case) -> None:
 @st.composite
 def query_and_two_keys(draw, equal_norms: bool):
     """A query and two keys ``(1, 1, d)``, ``(1, 2, d)``; with ``equal_norms`` the keys share a length."""
-    d = draw(st.integers(2, 5))
+    d = draw(sf.sizes(draw(sf.realistic()), 2, 5, "d"))
     q = draw(sf.tensors((1, 1, d)))
     k = draw(sf.tensors((1, 2, d)))
     if equal_norms:
@@ -294,7 +299,7 @@ def more_aligned_keys_get_more_weight_as_written(ctx: Context, case) -> None:
 
 
 @claim_property("attention.fully-connected")
-@given(case=sf.attention_cases(bound=1.0), i=st.integers(0, 4), j=st.integers(0, 4), delta=st.floats(0.5, 2.0))
+@given(case=sf.attention_cases(bound=1.0), i=st.integers(0, 63), j=st.integers(0, 63), delta=st.floats(0.5, 2.0))
 def every_output_row_depends_on_every_value_row(ctx: Context, case, i, j, delta) -> None:
     """Unmasked, moderate scores: ``A_ij > 0`` and moving ``v_j`` by ``delta`` moves ``o_i`` by ``A_ij delta``."""
     i, j = i % case.q.shape[1], j % case.k.shape[1]
