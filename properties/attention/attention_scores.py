@@ -398,6 +398,33 @@ def dot_scores_need_no_parameters_and_fewer_flops_than_additive_scores(ctx: Cont
     assert additive_flops > dot_flops, f"additive {additive_flops} FLOPs <= dot {dot_flops} FLOPs"
 
 
+@claim_property("attention.dot-fewer-parameters", needs=("score",), dtypes=("float32", "float64"))
+@given(b=st.integers(1, 2), t_q=st.integers(1, 6), t_k=st.integers(1, 6), d_k=st.integers(1, 16),
+       d_a=st.integers(1, 16))
+def the_implementations_dot_score_takes_no_parameters_and_costs_less_than_its_additive_score(
+        ctx: Context, b, t_q, t_k, d_k, d_a) -> None:
+    """The implementation's ``dot`` score answers from ``q`` and ``k`` alone and equals ``q k^T``; its
+    ``additive`` score needs ``W (d_a, 2 d_k)`` and ``v (d_a,)``; ``FlopCounterMode`` counts fewer FLOPs for the first.
+
+    When the counter sees nothing of either call (a kernel it cannot see), only the parameter
+    part is checked; the FLOP comparison needs both counts.
+    """
+    q, k = _seeded((b, t_q, d_k), 0), _seeded((b, t_k, d_k), 1)
+    w, v = _seeded((d_a, 2 * d_k), 2), _seeded((d_a,), 3)
+    with ctx.counting_flops() as dot_counted:
+        dot = ctx.score("dot", q, k)  # no parameters passed
+    ctx.assert_close(dot, q @ k.transpose(-2, -1), "dot scores with no parameters vs q k^T", scale=d_k)
+    with ctx.counting_flops() as additive_counted:
+        additive = ctx.score("additive", q, k, w=w, v=v)
+    ctx.assert_close(additive, reference_scores.additive_scores(q, k, w, v), "additive scores", scale=d_a)
+    dot_flops, additive_flops = dot_counted[0], additive_counted[0]
+    if dot_flops and additive_flops:
+        assert dot_flops < additive_flops, (
+            f"B t_q t_k = {b * t_q * t_k}, d_k={d_k}, d_a={d_a}: the dot score counts {dot_flops} FLOPs, "
+            f"the additive score {additive_flops}"
+        )
+
+
 # -- attention.quadratic-cost ----------------------------------------------------------
 #: Contexts whose implementation's products ``FlopCounterMode`` does not see, with why.
 _INVISIBLE: "weakref.WeakKeyDictionary[object, str]" = weakref.WeakKeyDictionary()
