@@ -186,6 +186,63 @@ def permuting_keys_and_values_together_changes_nothing(ctx: Context, case, data)
     ctx.assert_close(out_perm, out, "Attention(Q, PK, PV) vs Attention(Q, K, V)", scale=case.k.shape[1])
 
 
+@claim_property("attention.key-value-permutation-invariance")
+@given(case=sf.attention_cases(), data=st.data())
+def the_weights_columns_follow_the_keys(ctx: Context, case, data) -> None:
+    """The weights are what is equivariant: ``A(Q, P K, P V) = A(Q, K, V) P^T`` (column ``j`` moves with key ``j``)."""
+    perm = data.draw(sf.permutations_of(case.k.shape[1]), label="perm")
+    weights = ctx.weights(case.q, case.k, case.v)
+    weights_perm = ctx.weights(case.q, case.k[:, perm], case.v[:, perm])
+    ctx.assert_close(weights_perm, weights[:, :, perm], "A(Q, PK, PV) vs A(Q, K, V) P^T")
+
+
+@claim_property("attention.key-value-permutation-invariance", expect="counterexample")
+@given(case=sf.attention_cases(self_attention=True), data=st.data())
+def the_output_is_reordered_with_the_columns_of_a_and_the_rows_of_v_as_written(ctx: Context, case, data) -> None:
+    """As written (the admonition): the elements of ``V' = A V`` are equivariant to reordering the columns of ``A``
+    and the rows of ``V``, i.e. ``Attention(Q, P K, P V) = P Attention(Q, K, V)`` (``t_q = t_k``)."""
+    perm = data.draw(sf.permutations_of(case.k.shape[1]), label="perm")
+    out = ctx.attention(case.q, case.k, case.v).output
+    out_perm = ctx.attention(case.q, case.k[:, perm], case.v[:, perm]).output
+    ctx.assert_close(out_perm, out[:, perm], "Attention(Q, PK, PV) vs P Attention(Q, K, V)", scale=case.k.shape[1])
+
+
+#: The slides' rearranged sentences (004, Definition & Properties; Permutation Equivariance Revisited).
+SLIDE_SENTENCES = ((("I", "am", "Sam"), ("Sam", "I", "am")),
+                   (("only", "I", "love", "you"), ("I", "only", "love", "you"), ("I", "love", "only", "you")))
+
+
+@st.composite
+def bag_of_words_cases(draw: st.DrawFn):
+    """One of the slides' groups of sentences, an embedding per word ``(B, n_words, d)`` and projections ``(3, d, d)``."""
+    sentences = draw(st.sampled_from(SLIDE_SENTENCES))
+    large = draw(sf.realistic())
+    b, d = draw(sf.sizes(large, 1, 2, "batch")), draw(sf.sizes(large, 1, 4, "d"))
+    words = sorted(set(sentences[0]))
+    return sentences, words, draw(sf.tensors((b, len(words), d))), draw(sf.tensors((3, d, d), 1.0))
+
+
+@claim_property("attention.bag-of-words")
+@given(case=bag_of_words_cases())
+def rearranged_sentences_give_every_word_the_same_output(ctx: Context, case) -> None:
+    """Without positions, each word of "I am Sam" gets the same output in "Sam I am", and the mean over positions is equal."""
+    sentences, words, table, w = case
+    outputs = []
+    for sentence in sentences:
+        ids = torch.tensor([words.index(word) for word in sentence])
+        x = table[:, ids]  # (B, t, d): the sentence's token representations, no positions
+        out = ctx.attention(*_self_attention_inputs(x, w)).output  # (B, t, d)
+        outputs.append({word: out[:, i] for i, word in enumerate(sentence)})  # word -> (B, d)
+    first = " ".join(sentences[0])
+    for sentence, by_word in zip(sentences[1:], outputs[1:]):
+        for word in words:
+            ctx.assert_close(by_word[word], outputs[0][word],
+                             f"output of {word!r} in {' '.join(sentence)!r} vs in {first!r}", scale=len(words))
+        mean = torch.stack(list(by_word.values())).mean(0)
+        ctx.assert_close(mean, torch.stack(list(outputs[0].values())).mean(0),
+                         f"mean output of {' '.join(sentence)!r} vs {first!r}", scale=len(words))
+
+
 @claim_property("attention.linear-in-values")
 @given(case=sf.attention_cases(masked=None), data=st.data(), a=sf.bounded_floats(), b=sf.bounded_floats())
 def attention_is_linear_in_the_values(ctx: Context, case, data, a, b) -> None:
