@@ -39,6 +39,32 @@ MHA = ("multihead_attention",)
 DOCUMENT_MODELS = (("base", 512, 8, 64, 64), ("big", 1024, 16, 64, 64))
 
 
+#: Published configurations: model -> (d_model, h, d_k), from each model's paper or released
+#: configuration (see ``multihead.typical-head-count``).
+PUBLISHED_CONFIGURATIONS = {
+    "Transformer base": (512, 8, 64), "Transformer big": (1024, 16, 64),
+    "BERT-base": (768, 12, 64), "BERT-large": (1024, 16, 64),
+    "GPT-2 small": (768, 12, 64), "GPT-2 medium": (1024, 16, 64), "GPT-2 large": (1280, 20, 64),
+    "GPT-2 XL": (1600, 25, 64),
+    "T5-small": (512, 8, 64), "T5-base": (768, 12, 64), "T5-large": (1024, 16, 64), "T5-3B": (1024, 32, 128),
+    "T5-11B": (1024, 128, 128),
+    "GPT-3 175B": (12288, 96, 128),
+    "LLaMA-2-7B": (4096, 32, 128), "LLaMA-2-13B": (5120, 40, 128), "LLaMA-2-70B": (8192, 64, 128),
+    "BLOOM-176B": (14336, 112, 128),
+}
+#: The course notes' range of typical head counts.
+TYPICAL_HEADS = range(8, 17)
+
+
+def library_default_configurations() -> dict[str, tuple[int, int]]:
+    """``(d_model, h)`` of the installed transformers configuration classes' defaults, by the model they describe."""
+    from transformers import BertConfig, GPT2Config, LlamaConfig, T5Config
+
+    bert, gpt2, t5, llama = BertConfig(), GPT2Config(), T5Config(), LlamaConfig()
+    return {"BERT-base": (bert.hidden_size, bert.num_attention_heads), "GPT-2 small": (gpt2.n_embd, gpt2.n_head),
+            "T5-small": (t5.d_model, t5.num_heads), "LLaMA-2-7B": (llama.hidden_size, llama.num_attention_heads)}
+
+
 # -- helpers ---------------------------------------------------------------------------
 def _formula(query: torch.Tensor, source: torch.Tensor, p: MultiHeadParams,
              mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -188,6 +214,32 @@ def with_d_k_equal_to_d_model_over_h_the_concat_has_width_d_model(ctx: Context, 
     assert concat.shape[-1] == p.h * p.d_v == p.d_model, f"concat width {concat.shape[-1]} != d_model {p.d_model}"
     ctx.assert_close(out, concat, "MultiHead with W^O = I vs Concat(head_1..head_h)",
                      scale=_scale(case.query, case.source, identity))
+
+
+# -- multihead.typical-head-count ------------------------------------------------------
+@claim_property("multihead.typical-head-count", needs=(), dtypes=("float64",))
+@given(data=st.data())
+def models_up_to_width_1024_with_heads_of_64_have_8_to_16_heads_and_wider_ones_more(ctx: Context, data) -> None:
+    """Corrected: ``d_model <= 1024`` and ``d_k = 64`` give ``8 <= h <= 16``; ``d_model > 1024`` gives ``h > 16``;
+    the installed transformers configuration classes' defaults agree with the table."""
+    model = data.draw(st.sampled_from(sorted(PUBLISHED_CONFIGURATIONS)), label="model")  # searched, not fixed
+    d_model, h, d_k = PUBLISHED_CONFIGURATIONS[model]
+    if d_model <= 1024 and d_k == 64:
+        assert h in TYPICAL_HEADS, f"{model}: d_model={d_model}, d_k={d_k}, but h={h}, outside 8..16"
+    if d_model > 1024:
+        assert h > 16, f"{model}: d_model={d_model} > 1024 but only h={h} heads"
+    library = library_default_configurations().get(model)
+    if library is not None:
+        assert library == (d_model, h), f"{model}: the library's default configuration has (d_model, h) = {library}"
+
+
+@claim_property("multihead.typical-head-count", needs=(), dtypes=("float64",), expect="counterexample")
+@given(data=st.data())
+def published_transformers_use_8_to_16_heads_as_written(ctx: Context, data) -> None:
+    """As written, of any published configuration: ``8 <= h <= 16``."""
+    model = data.draw(st.sampled_from(sorted(PUBLISHED_CONFIGURATIONS)), label="model")
+    d_model, h, _ = PUBLISHED_CONFIGURATIONS[model]
+    assert h in TYPICAL_HEADS, f"{model} (d_model={d_model}) has {h} heads, outside 8..16"
 
 
 # -- multihead.concat-width ------------------------------------------------------------
