@@ -320,6 +320,8 @@ def query_and_two_keys(draw, equal_norms: bool):
         norms = k.norm(dim=-1, keepdim=True)  # (1, 2, 1)
         assume(bool((norms > 0.1).all()))  # a direction to keep: no clamping, which would leave a length unequal
         k = k / norms * draw(st.floats(0.5, 2.0))
+    else:  # key lengths spread over a factor 25 each, as in trained models (no counterexample built in)
+        k = k * torch.tensor([draw(st.floats(0.2, 5.0)), draw(st.floats(0.2, 5.0))], dtype=torch.float64)[None, :, None]
     return q, k
 
 
