@@ -120,7 +120,7 @@ def self_attention_cases(draw, max_t=5, max_d=4):
     large = draw(sf.realistic())
     b, t, d = (draw(sf.sizes(large, 1, 2, "batch")), draw(sf.sizes(large, 2, max_t, "t")),
                draw(sf.sizes(large, 1, max_d, "d")))
-    return draw(sf.tensors((b, t, d))), draw(sf.tensors((3, d, d), 1.0)), draw(sf.permutations_of(t))
+    return draw(sf.tensors((b, t, d))), draw(sf.tensors((3, d, d), sf.projection_bound(d))), draw(sf.permutations_of(t))
 
 
 @claim_property("attention.permutation-equivariance")
@@ -219,7 +219,7 @@ def bag_of_words_cases(draw: st.DrawFn):
     large = draw(sf.realistic())
     b, d = draw(sf.sizes(large, 1, 2, "batch")), draw(sf.sizes(large, 1, 4, "d"))
     words = sorted(set(sentences[0]))
-    return sentences, words, draw(sf.tensors((b, len(words), d))), draw(sf.tensors((3, d, d), 1.0))
+    return sentences, words, draw(sf.tensors((b, len(words), d))), draw(sf.tensors((3, d, d), sf.projection_bound(d)))
 
 
 @claim_property("attention.bag-of-words")

@@ -377,7 +377,7 @@ def two_sequences(draw: st.DrawFn, max_batch: int = 2, max_t: int = 5, max_d: in
     b, d = draw(sf.sizes(large, 1, max_batch, "batch")), draw(sf.sizes(large, 1, max_d, "d"))
     t_y = draw(sf.sizes(large, 1, max_t, "t"))
     t_x = draw(sf.sizes(large, 1, max_t, "t").filter(lambda t: t != t_y))
-    return draw(sf.tensors((b, t_y, d))), draw(sf.tensors((b, t_x, d))), draw(sf.tensors((3, d, d), 1.0))
+    return draw(sf.tensors((b, t_y, d))), draw(sf.tensors((b, t_x, d))), draw(sf.tensors((3, d, d), sf.projection_bound(d)))
 
 
 @claim_property("multihead.cross-attention", needs=("attention",))

@@ -20,8 +20,14 @@ from specformer.properties.strategies import (CHOSEN_MAX_ENTRIES, REALISTIC, BOU
 from specformer.reference.attention.multihead import MultiHeadParams
 
 __all__ = ["BOUND", "REALISTIC", "bounded_floats", "permutations_of", "realistic", "seeds", "sizes", "tensors",
-           "AttentionCase", "masks",
+           "AttentionCase", "masks", "projection_bound",
            "attention_cases", "MultiHeadCase", "multihead_params", "multihead_cases"]
+
+
+def projection_bound(d_in: int) -> float:
+    """Entries of a projection from width ``d_in``: ``min(1, 2 / sqrt(d_in))``, so projected inputs stay of size
+    about 1 at realistic widths (scores of size ~ sqrt(d_k), as with initialised models, not ~ d)."""
+    return min(1.0, 2.0 / d_in**0.5)
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,7 @@ def multihead_params(
         d_model = h * draw(st.integers(5, max(5, REALISTIC["d"][1] // h)) if large else st.integers(1, max_head_width))
     d_k = d_model // h
     d_v = d_k if d_v is None else d_v
-    w = lambda rows, cols: draw(tensors((rows, cols), 1.0))  # noqa: E731
+    w = lambda rows, cols: draw(tensors((rows, cols), projection_bound(rows)))  # noqa: E731
     return MultiHeadParams(w(d_model, h * d_k), w(d_model, h * d_k), w(d_model, h * d_v), w(h * d_v, d_model), h)
 
 
