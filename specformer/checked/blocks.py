@@ -7,16 +7,15 @@ dtype and device, and returns a float64 CPU tensor.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 import torch
 
-if TYPE_CHECKING:
-    from specformer.context import ContextBase as _Base
-else:
-    _Base = object
+from specformer.checked import register
+from specformer.checked.base import ContextBase as _Base
+from specformer.checked.base import ImplementationError
 
 
+@register
 class BlockCalls(_Base):
     """The blocks family's operations, as a property calls them."""
 

@@ -8,16 +8,16 @@ returns a float64 CPU tensor.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-if TYPE_CHECKING:
-    from specformer.context import ContextBase as _Base
-else:
-    _Base = object
+from specformer.checked import register
+from specformer.checked.base import ContextBase as _Base
+from specformer.checked.base import ImplementationError
 
 
+@register
 class PositionCalls(_Base):
     """The positions family's operations, as a property calls them."""
 
