@@ -241,7 +241,7 @@ def the_gaussian_score_gives_the_nearest_key_the_most_weight(ctx: Context, case)
     _assert_nearest_key_gets_most_weight(dist2, scores, clear, "implementation's gaussian score")
 
 
-@claim_property("attention.gaussian-score-sign", needs=(), expect="counterexample", dtypes=("float64",))
+@claim_property("attention.gaussian-score-sign", needs=(), about="documents-code", expect="counterexample", dtypes=("float64",))
 @example(case=score_case([[[0.0]]], [[[1.0], [2.0]]]))
 @given(case=score_cases(min_t_k=2, bound=2.0))
 def the_slides_gaussian_score_gives_the_nearest_key_the_most_weight_as_written(ctx: Context, case) -> None:
@@ -299,7 +299,7 @@ def slide_cosine_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return torch.einsum("bid,bjd->bij", q, k) / (frobenius(q) * frobenius(k))
 
 
-@claim_property("attention.cosine-score", needs=(), expect="counterexample", dtypes=("float64",))
+@claim_property("attention.cosine-score", needs=(), about="documents-code", expect="counterexample", dtypes=("float64",))
 @example(case=score_case([[[1.0]]], [[[1.0], [2.0]]]))
 @given(case=score_cases())
 def the_slides_matrix_norm_cosine_is_the_cosine_of_each_pair_as_written(ctx: Context, case) -> None:
@@ -362,7 +362,7 @@ def _counted_flops(fn, *args, **kwargs) -> int:
     return counted[0]
 
 
-@claim_property("attention.dot-fewer-parameters", needs=(), dtypes=("float64",))
+@claim_property("attention.dot-fewer-parameters", needs=(), about="documents-code", dtypes=("float64",))
 @given(b=st.integers(1, 2), t_q=st.integers(1, 6), t_k=st.integers(1, 6), d_k=st.integers(1, 16),
        d_a=st.integers(1, 16))
 def dot_scores_need_no_parameters_and_fewer_flops_than_additive_scores(ctx: Context, b, t_q, t_k, d_k, d_a) -> None:

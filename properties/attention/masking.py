@@ -222,7 +222,7 @@ def documents_upper_triangle(t: int) -> torch.Tensor:
     return torch.ones(t, t, dtype=torch.bool).triu()
 
 
-@claim_property("masking.causal-matrix", needs=(), expect="counterexample", dtypes=("float64",))
+@claim_property("masking.causal-matrix", needs=(), about="documents-code", expect="counterexample", dtypes=("float64",))
 @given(case=sequence_cases(min_t=1, bound=1.0))
 @example(case=SequenceCase(
     q=torch.zeros(1, 2, 1, dtype=torch.float64), k=torch.zeros(1, 2, 1, dtype=torch.float64),
@@ -320,7 +320,7 @@ def float16_refuses_the_fill() -> bool:
     return False
 
 
-@claim_property("masking.large-negative-fill", needs=(), dtypes=("float32", "float64"))
+@claim_property("masking.large-negative-fill", needs=(), about="documents-code", dtypes=("float32", "float64"))
 @given(scores_and_mask=masked_scores(empty_rows=False))
 def minus_1e9_fill_equals_minus_infinity_on_rows_with_an_allowed_key(ctx: Context, scores_and_mask) -> None:
     """``|S_ij| <= 1e3``, a key per row: fill ``-1e9`` gives the softmax of fill ``-inf`` bit for bit; float16 cannot hold ``-1e9``."""
@@ -333,7 +333,7 @@ def minus_1e9_fill_equals_minus_infinity_on_rows_with_an_allowed_key(ctx: Contex
     assert float16_refuses_the_fill(), "float16 accepted masked_fill(-1e9); expected an overflow error"
 
 
-@claim_property("masking.large-negative-fill", expect="counterexample", needs=(), dtypes=("float32", "float64"))
+@claim_property("masking.large-negative-fill", expect="counterexample", needs=(), about="documents-code", dtypes=("float32", "float64"))
 @given(scores_and_mask=masked_scores(empty_rows=True))
 @example(scores_and_mask=(torch.tensor([[0.0, 0.0]], dtype=torch.float64), torch.tensor([[False, False]])))
 def minus_1e9_fill_equals_minus_infinity_as_written(ctx: Context, scores_and_mask) -> None:
@@ -519,7 +519,7 @@ def two_sided_masks(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.
     return x(t_q), x(t_k), x(t_k), mask
 
 
-@claim_property("masking.mask-convention", needs=(), dtypes=("float64",))
+@claim_property("masking.mask-convention", needs=(), about="library", dtypes=("float64",))
 @given(case=two_sided_masks())
 def boolean_masks_mean_may_attend_in_sdpa_and_may_not_in_multihead_attention(ctx: Context, case) -> None:
     """The documents' ``masked_fill(mask == 0, -inf)`` equals ``sdpa(attn_mask=mask)`` and ``MultiheadAttention(attn_mask=~mask)``."""
@@ -533,7 +533,7 @@ def boolean_masks_mean_may_attend_in_sdpa_and_may_not_in_multihead_attention(ctx
                      "MultiheadAttention(attn_mask=mask) vs masked_fill(mask == 1, -inf)")
 
 
-@claim_property("masking.mask-convention", needs=(), dtypes=("float64",))
+@claim_property("masking.mask-convention", needs=(), about="library", dtypes=("float64",))
 @given(q=sf.tensors((1, 4, 3)), k=sf.tensors((1, 4, 3)), v=sf.tensors((1, 4, 2)))
 def the_documents_causal_matrix_gives_causal_attention(ctx: Context, q, k, v) -> None:
     """The 0/1 matrix with ones on and below the diagonal, used as ``masked_fill(M == 0, -inf)``, equals ``is_causal=True``."""

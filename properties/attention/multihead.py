@@ -184,7 +184,7 @@ def permuting_the_heads_leaves_the_output_unchanged(ctx: Context, case, order) -
 
 
 # -- multihead.head-width --------------------------------------------------------------
-@claim_property("multihead.head-width", needs=())
+@claim_property("multihead.head-width", needs=(), about="published-numbers")
 @given(model=st.sampled_from(DOCUMENT_MODELS))
 def the_documents_models_have_d_k_and_d_v_equal_to_d_model_over_h(ctx: Context, model) -> None:
     """In the documents' table (base 512/8/64, big 1024/16/64): ``d_k = d_v = d_model / h``, so ``h d_v = d_model``."""
@@ -217,7 +217,7 @@ def with_d_k_equal_to_d_model_over_h_the_concat_has_width_d_model(ctx: Context, 
 
 
 # -- multihead.typical-head-count ------------------------------------------------------
-@claim_property("multihead.typical-head-count", needs=(), dtypes=("float64",))
+@claim_property("multihead.typical-head-count", needs=(), about="published-numbers", dtypes=("float64",))
 @given(data=st.data())
 def models_up_to_width_1024_with_heads_of_64_have_8_to_16_heads_and_wider_ones_more(ctx: Context, data) -> None:
     """Corrected: ``d_model <= 1024`` and ``d_k = 64`` give ``8 <= h <= 16``; ``d_model > 1024`` gives ``h > 16``;
@@ -233,7 +233,7 @@ def models_up_to_width_1024_with_heads_of_64_have_8_to_16_heads_and_wider_ones_m
         assert library == (d_model, h), f"{model}: the library's default configuration has (d_model, h) = {library}"
 
 
-@claim_property("multihead.typical-head-count", needs=(), dtypes=("float64",), expect="counterexample")
+@claim_property("multihead.typical-head-count", needs=(), about="published-numbers", dtypes=("float64",), expect="counterexample")
 @given(data=st.data())
 def published_transformers_use_8_to_16_heads_as_written(ctx: Context, data) -> None:
     """As written, of any published configuration: ``8 <= h <= 16``."""
@@ -252,6 +252,7 @@ _GIVE_UP_AFTER = 20
 @given(data=st.data())
 def with_any_d_v_the_output_matches_the_formula_and_w_o_has_h_d_v_rows(ctx: Context, data) -> None:
     """Corrected: Concat has width ``h d_v`` (``d_model`` iff ``d_v = d_model / h``); ``W^O`` is ``h d_v x d_model``."""
+    ctx.require("value_width", "free")  # not applicable at once to a declared d_model / h-only implementation
     h, head_width, other_width, b, t_q, t_k = (data.draw(st.integers(1, n), label=label) for n, label in (
         (4, "h"), (4, "d_model / h"), (4, "d_v, skipping d_model / h"), (2, "B"), (4, "t_q"), (4, "t_k")))
     d, d_v = h * head_width, other_width + (other_width >= head_width)  # d_v in 1..5, never d_model / h
@@ -346,7 +347,7 @@ def _measure_flops(ctx: Context, h: int, head_width: int, b: int, t_q: int, t_k:
     )
 
 
-@claim_property("multihead.cost-equal", needs=())
+@claim_property("multihead.cost-equal", needs=(), about="library")
 @given(h=st.integers(1, 8), head_width=st.integers(1, 8))
 def the_projections_have_four_d_model_squared_parameters_for_every_h(ctx: Context, h, head_width) -> None:
     """``W^Q, W^K, W^V, W^O`` hold ``4 d_model (h d_k) = 4 d_model^2`` numbers for any ``h``, in PyTorch's too."""
