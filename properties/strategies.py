@@ -2,9 +2,11 @@
 
 Everything is drawn as **float64 on the CPU**; the context moves it to the device and
 dtype under test. Values are bounded (default ``[-3, 3]``) and never NaN or infinite:
-properties about NaN/inf draw them explicitly. Shapes are small so that hundreds of
+properties about NaN/inf draw them explicitly. Most shapes are small so that hundreds of
 examples run in seconds; shrinking goes towards batch 1, short sequences, narrow
-features and zeros.
+features and zeros. About one example in four is drawn at a size models use
+(:func:`realistic` and :func:`sizes`: sequence length and width 7 to 64, batch 3 or 4, 5 to
+8 heads), so that a bug that appears only beyond the small ranges is found too.
 
 Family strategies (attention cases, ...) live in each family's own ``strategies`` module,
 which re-exports these. This module does not draw tokenizer text or corpora yet.
@@ -12,12 +14,41 @@ which re-exports these. This module does not draw tokenizer text or corpora yet.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 BOUND = 3.0
+
+#: Realistic ranges, per kind of dimension: what :func:`sizes` draws for a realistic example.
+REALISTIC: dict[str, tuple[int, int]] = {"batch": (3, 4), "t": (7, 64), "d": (7, 64), "h": (5, 8)}
+#: Tensors with more entries than this are drawn from the seeded generator only (Hypothesis
+#: choosing thousands of entries one by one is slow and overruns its buffer).
+CHOSEN_MAX_ENTRIES = 128
+
+
+def realistic() -> st.SearchStrategy[bool]:
+    """Whether one example is drawn at a size models use: true for about one draw in four.
+
+    Drawn (not an ``@example``), so every profile and seed meets realistic sizes; it
+    shrinks to false, towards small counterexamples.
+    """
+    return st.integers(0, 3).map(lambda i: i == 3)
+
+
+def sizes(large: bool, low: int, high: int, kind: str) -> st.SearchStrategy[int]:
+    """One dimension: in ``[low, high]`` for a small example, in the ``REALISTIC[kind]`` range for a large one.
+
+    ``kind`` is ``"batch"``, ``"t"`` (sequence length), ``"d"`` (width) or ``"h"`` (heads).
+    A realistic draw never goes below ``low``.
+    """
+    if not large:
+        return st.integers(low, high)
+    lo, hi = REALISTIC[kind]
+    return st.integers(max(lo, low), max(hi, low))
 
 
 def bounded_floats(bound: float = BOUND) -> st.SearchStrategy[float]:
@@ -39,9 +70,12 @@ def tensors(shape: tuple[int, ...], bound: float = BOUND) -> st.SearchStrategy[t
     no two entries alike); one in six lets Hypothesis choose every entry (slower, but
     it reaches zeros, repeated values and the bounds, and shrinks entry by entry). A
     failing example shrinks towards the second kind, so counterexamples read simply.
+    Shapes of more than ``CHOSEN_MAX_ENTRIES`` entries (realistic sizes) are always seeded.
     """
-    chosen = arrays(np.float64, shape, elements=bounded_floats(bound)).map(torch.from_numpy)
     seeded = st.integers(0, 2**32 - 1).map(lambda seed: _seeded(shape, bound, seed))
+    if math.prod(shape) > CHOSEN_MAX_ENTRIES:
+        return seeded
+    chosen = arrays(np.float64, shape, elements=bounded_floats(bound)).map(torch.from_numpy)
     return st.one_of(chosen, *[seeded] * 5)
 
 

@@ -239,3 +239,24 @@ SCORE_SCALED_DOT_SIGMOID = Mutant("score-scaled-dot-squashed-into-(0,1)", score=
 ATTENTION_CUBIC = Mutant("attention-weights-times-identity", _attention_through_identity)
 ATTENTION_DUPLICATED_FEATURES = Mutant("attention-scores-on-duplicated-features", attention_with(
     lambda q, k: torch.cat([q, q], -1) @ torch.cat([k, k], -1).transpose(-2, -1) / (2 * math.sqrt(q.shape[-1]))))
+
+
+# -- bugs beyond the small sizes (realistic sizes, properties/strategies.py) -----------------
+
+
+def _drops_last_key_when_large(q, k, v, mask=None, *, causal=False):
+    """Wrong only beyond the small sizes: when ``t_k`` or a width exceeds 6, the last key is never attended."""
+    if max(k.shape[-2], q.shape[-1], v.shape[-1]) > 6 and k.shape[-2] > 1:
+        drop = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device)
+        drop[:, -1] = False  # (t_q, t_k): the last key is masked
+        mask = drop if mask is None else mask & drop
+        if not mask.any(-1).all():  # keep the answer defined where the last key was the only one
+            mask = mask | ~mask.any(-1, keepdim=True) & ~drop
+    return ReferenceImplementation().attention(q, k, v, mask, causal=causal)
+
+
+DROPS_LAST_KEY_WHEN_LARGE = Mutant("drops-last-key-when-t-or-d-above-6", _drops_last_key_when_large)
+#: Heads beyond the fourth are scaled by ``sqrt(d_model)`` instead of ``sqrt(d_k)``: wrong only for ``h > 4``.
+MHA_WRONG_BEYOND_FOUR_HEADS = Mutant("mha-heads-above-4-scaled-by-sqrt-d_model", multihead_attention=multihead_with(
+    scale=lambda p: torch.tensor([math.sqrt(p.d_k) if i < 4 else math.sqrt(p.d_model) for i in range(p.h)],
+                                 dtype=p.w_q.dtype, device=p.w_q.device)[:, None, None]))

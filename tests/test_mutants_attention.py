@@ -57,6 +57,9 @@ COSINE = from_weights("cosine-scores", lambda q, k, v, m: _softmax(
 HARD = from_weights("hard-argmax-attention", lambda q, k, v, m: torch.nn.functional.one_hot(
     apply_mask(scaled_dot_product_scores(q, k), m).argmax(-1), k.shape[-2]).to(q.dtype))
 
+OWN_VALUE = from_weights("each-query-takes-its-own-position's-value",
+                         lambda q, k, v, m: torch.eye(q.shape[-2], k.shape[-2], dtype=q.dtype).expand(q.shape[0], -1, -1))
+
 CASES = [
     ("attention.output_matches_the_formula", NO_SCALE),
     ("attention.rows_of_the_weights_sum_to_one", SOFTMAX_WRONG_AXIS),
@@ -81,6 +84,10 @@ CASES = [
     ("attention.one_set_of_parameters_serves_every_length_and_weights_follow_content", UNIFORM),
     ("attention.the_slides_weights_give_the_slides_output", NO_SCALE),
     ("attention.causal_self_attention_depends_on_the_word_order", IGNORES_CAUSAL),
+    ("attention.the_weights_columns_follow_the_keys", POSITION_BIAS),
+    # the admonition as written holds for an attention that returns each position's own value
+    ("attention.the_output_is_reordered_with_the_columns_of_a_and_the_rows_of_v_as_written", OWN_VALUE),
+    ("attention.rearranged_sentences_give_every_word_the_same_output", POSITION_BIAS),
 ]
 
 

@@ -145,3 +145,54 @@ def test_an_invisible_implementation_is_not_applicable() -> None:
 
     row = run_row(P + "the_flops_of_attention_are_quadratic_in_the_sequence_length", FusedOnly())
     assert row.outcome == "not-applicable" and "FlopCounterMode" in row.message, f"{row.outcome}, {row.message}"
+
+
+def test_a_fused_kernel_behind_counted_projections_is_not_a_failure() -> None:
+    """Correct attention: identity projections the counter sees (linear in t), then PyTorch's fused
+    CPU kernel it does not see. The counts are linear in t; the guard of multihead.cost-equal makes
+    the row not applicable instead of failing a correct implementation."""
+
+    class ProjectedFused:
+        name = "projected-fused"
+
+        def attention(self, q, k, v, mask=None, *, causal=False):
+            eye_k = torch.eye(q.shape[-1], dtype=q.dtype)
+            eye_v = torch.eye(v.shape[-1], dtype=v.dtype)
+            q, k, v = q @ eye_k, k @ eye_k, v @ eye_v  # (B, t, d): counted, linear in t
+            mask = mask[:, None] if mask is not None and mask.dim() == 3 else mask  # (B, 1, t_q, t_k)
+            out = torch.nn.functional.scaled_dot_product_attention(q[:, None], k[:, None], v[:, None], attn_mask=mask,
+                                                                   is_causal=causal)  # (B, 1, t_q, d_v): unseen
+            return out[:, 0], None
+
+    impl = ProjectedFused()
+    row = run_row(P + "the_flops_of_attention_are_quadratic_in_the_sequence_length", impl)
+    assert row.outcome == "not-applicable" and "FlopCounterMode" in row.message, f"{row.outcome}, {row.message}"
+    formula = run_row("attention.output_matches_the_formula", impl)
+    assert formula.outcome == "pass", f"the implementation is correct: {formula.outcome}, {formula.message}"
+
+
+# -- attention.dot-fewer-parameters on the implementation's score functions -------------------
+from mutants import Mutant, score_with  # noqa: E402
+
+
+def _wasteful_dot(q, k):
+    """Right dot scores at a cost above the additive score's: both sides widened 64 times by an identity stack."""
+    d_k = q.shape[-1]
+    stack = torch.eye(d_k, dtype=q.dtype).repeat(1, 64)  # (d_k, 64 d_k)
+    return (q @ stack) @ (k @ stack).transpose(-2, -1) / 64  # 2 B t_q t_k (64 d_k) FLOPs and more
+
+
+SCORE_DOT_WASTEFUL = Mutant("score-dot-through-a-64-fold-identity", score=score_with(dot=_wasteful_dot))
+SCORE_DOT_SCALED = Mutant("score-dot-scaled", score=score_with(dot=lambda q, k: q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5))
+DOT_COST = P + "the_implementations_dot_score_takes_no_parameters_and_costs_less_than_its_additive_score"
+
+
+@pytest.mark.parametrize("mutant", [SCORE_DOT_WASTEFUL, SCORE_DOT_SCALED], ids=lambda m: m.name)
+def test_the_implementations_dot_score_cost_catches(mutant) -> None:
+    assert_caught(DOT_COST, mutant)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_reference_dot_score_is_cheaper(dtype: str) -> None:
+    row = run_row(DOT_COST, reference, dtype)
+    assert row.outcome == "pass", f"{row.outcome}, {row.message}"

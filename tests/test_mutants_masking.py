@@ -112,7 +112,8 @@ def test_the_transposed_causal_matrix_is_not_causal(monkeypatch) -> None:
 
 
 def test_every_masking_property_is_covered(properties) -> None:
-    covered = {qualname for qualname, _ in CASES + PATH_CASES} | {qualname for qualname, _, _ in MATH}
+    covered = ({qualname for qualname, _ in CASES + PATH_CASES + SECOND_CHECKS}
+               | {qualname for qualname, _, _ in MATH})
     mine = {q for q, p in properties.items() if p.module == "masking"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -164,3 +165,47 @@ def test_the_strict_upper_triangle_leaves_nothing_to_refute(monkeypatch) -> None
     row = run_row("masking.masking_the_upper_triangle_with_its_diagonal_leaves_every_row_a_distribution_as_written",
                   None)
     assert row.outcome == "fail", f"{row.outcome}: {row.message}"
+
+
+# -- second, independent checks (a behaviour caught by one property only is caught by two) ------
+IGNORES_CAUSAL_WITH_A_MASK = Mutant("ignores-causal-flag-when-a-mask-is-given", lambda q, k, v, mask=None, *,
+                                    causal=False: attention_with()(q, k, v, mask, causal=causal and mask is None))
+FILL_MINUS_1E20 = Mutant("fill-minus-1e20", attention_with(fill=-1e20))
+
+SECOND_CHECKS = [
+    # a causal flag combined with a user mask: the formula property, and self-consistency without the formula
+    ("masking.a_causal_flag_and_a_mask_combine_aligned_top_left", IGNORES_CAUSAL_WITH_A_MASK),
+    ("masking.a_causal_flag_with_a_mask_equals_the_combined_mask_without_the_flag", IGNORES_CAUSAL_WITH_A_MASK),
+    ("masking.a_causal_flag_with_a_mask_equals_the_combined_mask_without_the_flag", DROPS_MASK_WHEN_CAUSAL),
+    ("masking.a_causal_flag_with_a_mask_equals_the_combined_mask_without_the_flag", BOTTOM_RIGHT_CAUSAL),
+    ("masking.a_causal_flag_with_a_mask_equals_the_combined_mask_without_the_flag", IGNORES_MASK),
+    # a large finite fill instead of -inf: the fully masked row, and rows whose allowed scores are very negative
+    ("masking.a_query_with_every_key_masked_gets_zeros_or_nan_and_other_rows_are_unaffected", LARGE_NEGATIVE_FILL),
+    ("masking.masked_keys_get_no_weight_even_when_every_allowed_score_is_below_minus_1e9", LARGE_NEGATIVE_FILL),
+    ("masking.masked_keys_get_no_weight_even_when_every_allowed_score_is_below_minus_1e9", FILL_MINUS_1E20),
+    ("masking.masked_keys_get_no_weight_even_when_every_allowed_score_is_below_minus_1e9", IGNORES_MASK),
+    # the implementation masks like -1e9 everywhere: nothing left to refute, the row fails
+    ("masking.an_implementation_masks_like_the_minus_1e9_fill_as_written", LARGE_NEGATIVE_FILL),
+]
+
+
+@pytest.mark.parametrize("qualname, mutant", SECOND_CHECKS,
+                         ids=[f"{q.split('.', 1)[1]}-{m.name}" for q, m in SECOND_CHECKS])
+def test_second_checks_catch_the_mutant(qualname: str, mutant: Mutant) -> None:
+    assert_caught(qualname, mutant)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_finfo_min_fill_is_correct_on_very_negative_scores(dtype: str) -> None:
+    """A finite fill below every score (``torch.finfo(dtype).min``, as Hugging Face models use) is correct."""
+    from specformer.adapters.reference import implementation as reference
+
+    finfo_fill = Mutant("fill-finfo-min", lambda q, k, v, mask=None, *, causal=False:
+                        attention_with(fill=torch.finfo(q.dtype).min)(q, k, v, mask, causal=causal))
+    for impl in (finfo_fill, reference):
+        row = run_row("masking.masked_keys_get_no_weight_even_when_every_allowed_score_is_below_minus_1e9", impl, dtype)
+        assert row.outcome == "pass", f"{impl.name}: {row.outcome}, {row.message}"
+        row = run_row("masking.an_implementation_masks_like_the_minus_1e9_fill_as_written", impl, dtype)
+        assert row.outcome == "refuted", f"{impl.name}: {row.outcome}, {row.message}"
+    row = run_row("masking.a_causal_flag_with_a_mask_equals_the_combined_mask_without_the_flag", reference, dtype)
+    assert row.outcome == "pass", f"{row.outcome}, {row.message}"

@@ -99,9 +99,11 @@ def test_full_width_heads_compute_the_right_output():
 
 
 def test_torch_module_is_not_applicable_with_a_free_value_width():
+    """torch-mha declares value_width d_model / h: the row is not applicable at once, no example drawn."""
     row = run_row(ANY_D_V, torch_mha)
     assert row.outcome == "not-applicable"
-    assert "d_k = d_v = d_model / h" in row.message
+    assert "value_width" in row.message and "'free'" in row.message, row.message
+    assert row.examples_checked == 0 and row.examples_generated <= 1, row  # stopped at the first call of the test
 
 
 def test_flop_counter_blindness_is_not_applicable():
@@ -145,3 +147,36 @@ def test_parameter_count_objects_to_a_module_with_biases(monkeypatch):
     check = multihead.the_projections_have_four_d_model_squared_parameters_for_every_h.hypothesis.inner_test
     with pytest.raises(AssertionError, match="not 4 d_model"):
         check(Context(None, "math", "cpu", "float64"), h=2, head_width=2)
+
+
+# -- multihead.typical-head-count ---------------------------------------------------------------
+HEADS_CORRECTED = "multihead.models_up_to_width_1024_with_heads_of_64_have_8_to_16_heads_and_wider_ones_more"
+HEADS_AS_WRITTEN = "multihead.published_transformers_use_8_to_16_heads_as_written"
+
+
+def test_head_counts_hold_corrected_and_are_refuted_as_written():
+    assert run_row(HEADS_CORRECTED, None).outcome == "pass"
+    row = run_row(HEADS_AS_WRITTEN, None)
+    assert row.outcome == "refuted", row.message
+
+
+def test_a_mis_stated_head_count_fails_the_corrected_statement(monkeypatch):
+    table = dict(multihead.PUBLISHED_CONFIGURATIONS)
+    table["GPT-3 175B"] = (12288, 16, 768)  # a wide model with few, wide heads: contradicts the corrected rule
+    monkeypatch.setattr(multihead, "PUBLISHED_CONFIGURATIONS", table)
+    row = run_row(HEADS_CORRECTED, None)
+    assert row.outcome == "fail" and "GPT-3" in row.message, f"{row.outcome}, {row.message}"
+
+
+def test_a_table_row_that_disagrees_with_the_library_default_fails(monkeypatch):
+    table = dict(multihead.PUBLISHED_CONFIGURATIONS)
+    table["BERT-base"] = (768, 16, 48)  # BertConfig() has 12 heads
+    monkeypatch.setattr(multihead, "PUBLISHED_CONFIGURATIONS", table)
+    row = run_row(HEADS_CORRECTED, None)
+    assert row.outcome == "fail" and "BERT-base" in row.message, f"{row.outcome}, {row.message}"
+
+
+def test_a_table_of_only_typical_models_leaves_nothing_to_refute(monkeypatch):
+    table = {m: c for m, c in multihead.PUBLISHED_CONFIGURATIONS.items() if c[1] in multihead.TYPICAL_HEADS}
+    monkeypatch.setattr(multihead, "PUBLISHED_CONFIGURATIONS", table)
+    assert run_row(HEADS_AS_WRITTEN, None).outcome == "fail"

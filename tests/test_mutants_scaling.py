@@ -29,7 +29,7 @@ OUTCOMES = {
 }
 
 
-@pytest.mark.parametrize("qualname", sorted(OUTCOMES))
+@pytest.mark.parametrize("qualname", sorted(OUTCOMES))  # the math rows; implementation rows below
 def test_property_has_its_expected_outcome(qualname: str) -> None:
     row = run_row(qualname, None)
     assert row.outcome == OUTCOMES[qualname], f"{qualname}: {row.outcome}, {row.message}"
@@ -153,3 +153,45 @@ def test_scaled_scores_do_not_pass_for_unscaled_ones(monkeypatch) -> None:
     monkeypatch.setattr(scaling, "saturation_statistics", swapped)
     row = run_row("scaling.unscaled_scores_saturate_the_softmax_and_scaled_scores_do_not", None)
     assert row.outcome == "fail", row.message
+
+
+# -- the same claims on an implementation's attention ---------------------------------------
+from conftest import assert_caught  # noqa: E402
+from mutants import NO_SCALE, SCALE_BY_D  # noqa: E402
+
+from specformer.adapters.reference import implementation as reference  # noqa: E402
+
+CALLING = [
+    "scaling.the_implementations_unscaled_dot_products_have_variance_d_k",
+    "scaling.the_implementations_scaled_scores_have_unit_variance",
+    "scaling.the_implementations_dot_products_have_excess_kurtosis_6_over_d_k",
+    "scaling.at_d_k_64_the_implementations_dot_products_have_sd_8_and_its_scores_sd_1",
+    "scaling.the_implementations_softmax_saturates_on_unscaled_scores_and_not_on_scaled_ones",
+]
+OUTCOMES.update(dict.fromkeys(CALLING, "pass"))
+
+
+@pytest.mark.parametrize("qualname", CALLING)
+def test_the_reference_passes_the_implementation_statistics(qualname: str) -> None:
+    dtype = "float32"  # these rows run in float32 only
+    row = run_row(qualname, reference, dtype)
+    assert row.outcome == "pass", f"{qualname} ({dtype}): {row.outcome}, {row.message}"
+
+
+@pytest.mark.parametrize("mutant", [NO_SCALE, SCALE_BY_D], ids=lambda m: m.name)
+@pytest.mark.parametrize("qualname", CALLING)
+def test_a_wrong_scale_is_caught_by_the_implementation_statistics(qualname: str, mutant) -> None:
+    assert_caught(qualname, mutant, "float32")
+
+
+def test_the_implementations_statistics_need_no_exposed_weights() -> None:
+    """An implementation that hides its weights (a fused kernel) is still measured, through its output."""
+
+    class OutputOnly:
+        name = "output-only"
+
+        def attention(self, q, k, v, mask=None, *, causal=False):
+            return reference.attention(q, k, v, mask, causal=causal).output, None
+
+    row = run_row(CALLING[1], OutputOnly(), "float32")
+    assert row.outcome == "pass", f"{row.outcome}, {row.message}"

@@ -48,7 +48,9 @@ def test_attention_cases_have_consistent_shapes(case: sf.AttentionCase) -> None:
     assert tuple(case.q.shape) == (b, t_q, d_k)
     assert tuple(case.k.shape) == (b, t_k, d_k)
     assert tuple(case.v.shape) == (b, t_k, d_v)
-    assert 1 <= b <= 2 and 1 <= t_q <= 5 and 1 <= t_k <= 5 and 1 <= d_k <= 6 and 1 <= d_v <= 6
+    small = 1 <= b <= 2 and 1 <= t_q <= 5 and 1 <= t_k <= 5 and 1 <= d_k <= 6 and 1 <= d_v <= 6
+    large = 3 <= b <= 4 and 7 <= min(t_q, t_k, d_k, d_v) and max(t_q, t_k, d_k, d_v) <= 64
+    assert small or large, f"shape {case.shape} is neither small nor realistic"
     for x in (case.q, case.k, case.v):
         assert_bounded_float64(x, sf.BOUND)
     if case.mask is not None:
@@ -61,7 +63,7 @@ def test_attention_cases_have_consistent_shapes(case: sf.AttentionCase) -> None:
 def test_self_attention_cases_are_square_and_respect_the_limits(case: sf.AttentionCase) -> None:
     b, t_q, t_k, d_k, d_v = case.shape
     assert t_q == t_k
-    assert b <= 3 and t_q <= 7 and d_k <= 2 and d_v <= 2
+    assert (b <= 3 and t_q <= 7 and d_k <= 2 and d_v <= 2) or (b <= 4 and 7 <= min(t_q, d_k, d_v)), case.shape
     assert case.mask is None, "masked=False is the default"
     for x in (case.q, case.k, case.v):
         assert_bounded_float64(x, 0.25)
@@ -92,7 +94,9 @@ def test_masks_with_empty_rows_can_mask_a_whole_row() -> None:
 @given(params=sf.multihead_params())
 def test_multihead_params_have_d_k_equal_to_d_model_over_h(params: MultiHeadParams) -> None:
     d_model, h = params.d_model, params.h
-    assert 1 <= h <= 4 and d_model % h == 0 and 1 <= d_model // h <= 4
+    small = 1 <= h <= 4 and 1 <= d_model // h <= 4
+    large = 5 <= h <= 8 and 5 <= d_model // h and d_model <= 64
+    assert d_model % h == 0 and (small or large), (h, d_model)
     assert params.d_k == params.d_v == d_model // h
     assert tuple(params.w_q.shape) == tuple(params.w_k.shape) == (d_model, d_model)
     assert tuple(params.w_v.shape) == (d_model, d_model) and tuple(params.w_o.shape) == (d_model, d_model)
@@ -122,7 +126,8 @@ def test_self_attention_multihead_cases_use_the_query_as_source(case: sf.MultiHe
 def test_cross_attention_multihead_cases_share_batch_and_width(case: sf.MultiHeadCase) -> None:
     assert case.query.shape[0] == case.source.shape[0]
     assert case.query.shape[-1] == case.source.shape[-1] == case.params.d_model
-    assert 1 <= case.query.shape[1] <= 5 and 1 <= case.source.shape[1] <= 5
+    t_q, t_k = case.query.shape[1], case.source.shape[1]
+    assert (1 <= t_q <= 5 and 1 <= t_k <= 5) or (7 <= min(t_q, t_k) and max(t_q, t_k) <= 64)
 
 
 @FEW
@@ -138,3 +143,49 @@ def test_permutations_of_is_a_permutation(data: st.DataObject, n: int) -> None:
 def test_seeds_are_valid_generator_seeds(seed: int) -> None:
     assert 0 <= seed < 2**32
     torch.Generator().manual_seed(seed)
+
+
+# -- realistic sizes (issue: a bug beyond the small ranges must be found) -----------------
+def _draws(strategy: st.SearchStrategy, n: int = 200) -> list:
+    """``n`` draws of ``strategy``, derandomized (the same every run), without shrinking."""
+    drawn = []
+
+    @settings(max_examples=n, database=None, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(x=strategy)
+    def collect(x) -> None:
+        drawn.append(x)
+
+    collect()
+    return drawn
+
+
+def test_attention_cases_reach_realistic_sizes_about_one_draw_in_four() -> None:
+    """Drawn, not an ``@example``: batch >= 3, t and d beyond 6, up to 64."""
+    shapes = [c.shape for c in _draws(sf.attention_cases(masked=None))]
+    large = [s for s in shapes if min(s[1:]) > 6]
+    assert 0.1 <= len(large) / len(shapes) <= 0.5, f"{len(large)} of {len(shapes)} attention cases are realistic"
+    assert all(s[0] >= 3 and max(s[1:]) <= 64 for s in large)
+    assert max(max(s[1:]) for s in large) >= 48, "no realistic draw near 64"
+
+
+def test_multihead_cases_reach_eight_heads_and_width_64() -> None:
+    cases = _draws(sf.multihead_cases())
+    heads = {c.params.h for c in cases}
+    assert {1, 4, 8} <= heads and heads & {5, 6, 7}, f"head counts drawn: {sorted(heads)}"
+    assert all(c.params.d_model <= 64 for c in cases)
+    assert max(c.params.d_model for c in cases) >= 40
+    assert any(c.params.h > 4 and c.query.shape[0] >= 3 and c.query.shape[1] > 6 for c in cases)
+
+
+@FEW
+@given(data=st.data(), b=st.integers(3, 4), t_q=st.integers(7, 64), t_k=st.integers(7, 64))
+def test_large_masks_are_seeded_and_keep_a_key_per_row(data: st.DataObject, b: int, t_q: int, t_k: int) -> None:
+    mask = data.draw(sf.masks(b, t_q, t_k))
+    assert mask.dtype == torch.bool and tuple(mask.shape) == (b, t_q, t_k)
+    assert mask.any(-1).all() and not mask.all()
+
+
+def test_large_tensors_are_drawn_from_the_seeded_generator() -> None:
+    x = find(sf.tensors((4, 64, 64)), lambda x: True, settings=settings(database=None))
+    assert tuple(x.shape) == (4, 64, 64) and x.unique().numel() > 1000

@@ -90,7 +90,7 @@ def output_is_the_weights_times_the_values(ctx: Context, case) -> None:
 
 
 @claim_property("attention.convex-combination")
-@given(case=sf.attention_cases(masked=None), directions=sf.tensors((4, 6), 1.0))
+@given(case=sf.attention_cases(masked=None), directions=sf.tensors((4, 64), 1.0))
 def output_rows_lie_in_the_convex_hull_of_the_values(ctx: Context, case, directions) -> None:
     """For every direction u: ``min_j u.v_j <= u.o_i <= max_j u.v_j`` over the allowed keys j."""
     output = ctx.attention(case.q, case.k, case.v, case.mask).output  # (B, t_q, d_v)
@@ -113,9 +113,14 @@ def _self_attention_inputs(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tens
 
 @st.composite
 def self_attention_cases(draw, max_t=5, max_d=4):
-    """A sequence X (B, t, d), projections (3, d, d) and a permutation of the t positions."""
-    b, t, d = draw(st.integers(1, 2)), draw(st.integers(2, max_t)), draw(st.integers(1, max_d))
-    return draw(sf.tensors((b, t, d))), draw(sf.tensors((3, d, d), 1.0)), draw(sf.permutations_of(t))
+    """A sequence X (B, t, d), projections (3, d, d) and a permutation of the t positions.
+
+    One example in four is realistic: batch 3-4, length and width 7-64.
+    """
+    large = draw(sf.realistic())
+    b, t, d = (draw(sf.sizes(large, 1, 2, "batch")), draw(sf.sizes(large, 2, max_t, "t")),
+               draw(sf.sizes(large, 1, max_d, "d")))
+    return draw(sf.tensors((b, t, d))), draw(sf.tensors((3, d, d), sf.projection_bound(d))), draw(sf.permutations_of(t))
 
 
 @claim_property("attention.permutation-equivariance")
@@ -179,6 +184,63 @@ def permuting_keys_and_values_together_changes_nothing(ctx: Context, case, data)
     out = ctx.attention(case.q, case.k, case.v).output
     out_perm = ctx.attention(case.q, case.k[:, perm], case.v[:, perm]).output
     ctx.assert_close(out_perm, out, "Attention(Q, PK, PV) vs Attention(Q, K, V)", scale=case.k.shape[1])
+
+
+@claim_property("attention.key-value-permutation-invariance")
+@given(case=sf.attention_cases(), data=st.data())
+def the_weights_columns_follow_the_keys(ctx: Context, case, data) -> None:
+    """The weights are what is equivariant: ``A(Q, P K, P V) = A(Q, K, V) P^T`` (column ``j`` moves with key ``j``)."""
+    perm = data.draw(sf.permutations_of(case.k.shape[1]), label="perm")
+    weights = ctx.weights(case.q, case.k, case.v)
+    weights_perm = ctx.weights(case.q, case.k[:, perm], case.v[:, perm])
+    ctx.assert_close(weights_perm, weights[:, :, perm], "A(Q, PK, PV) vs A(Q, K, V) P^T")
+
+
+@claim_property("attention.key-value-permutation-invariance", expect="counterexample")
+@given(case=sf.attention_cases(self_attention=True), data=st.data())
+def the_output_is_reordered_with_the_columns_of_a_and_the_rows_of_v_as_written(ctx: Context, case, data) -> None:
+    """As written (the admonition): the elements of ``V' = A V`` are equivariant to reordering the columns of ``A``
+    and the rows of ``V``, i.e. ``Attention(Q, P K, P V) = P Attention(Q, K, V)`` (``t_q = t_k``)."""
+    perm = data.draw(sf.permutations_of(case.k.shape[1]), label="perm")
+    out = ctx.attention(case.q, case.k, case.v).output
+    out_perm = ctx.attention(case.q, case.k[:, perm], case.v[:, perm]).output
+    ctx.assert_close(out_perm, out[:, perm], "Attention(Q, PK, PV) vs P Attention(Q, K, V)", scale=case.k.shape[1])
+
+
+#: The slides' rearranged sentences (004, Definition & Properties; Permutation Equivariance Revisited).
+SLIDE_SENTENCES = ((("I", "am", "Sam"), ("Sam", "I", "am")),
+                   (("only", "I", "love", "you"), ("I", "only", "love", "you"), ("I", "love", "only", "you")))
+
+
+@st.composite
+def bag_of_words_cases(draw: st.DrawFn):
+    """One of the slides' groups of sentences, an embedding per word ``(B, n_words, d)`` and projections ``(3, d, d)``."""
+    sentences = draw(st.sampled_from(SLIDE_SENTENCES))
+    large = draw(sf.realistic())
+    b, d = draw(sf.sizes(large, 1, 2, "batch")), draw(sf.sizes(large, 1, 4, "d"))
+    words = sorted(set(sentences[0]))
+    return sentences, words, draw(sf.tensors((b, len(words), d))), draw(sf.tensors((3, d, d), sf.projection_bound(d)))
+
+
+@claim_property("attention.bag-of-words")
+@given(case=bag_of_words_cases())
+def rearranged_sentences_give_every_word_the_same_output(ctx: Context, case) -> None:
+    """Without positions, each word of "I am Sam" gets the same output in "Sam I am", and the mean over positions is equal."""
+    sentences, words, table, w = case
+    outputs = []
+    for sentence in sentences:
+        ids = torch.tensor([words.index(word) for word in sentence])
+        x = table[:, ids]  # (B, t, d): the sentence's token representations, no positions
+        out = ctx.attention(*_self_attention_inputs(x, w)).output  # (B, t, d)
+        outputs.append({word: out[:, i] for i, word in enumerate(sentence)})  # word -> (B, d)
+    first = " ".join(sentences[0])
+    for sentence, by_word in zip(sentences[1:], outputs[1:]):
+        for word in words:
+            ctx.assert_close(by_word[word], outputs[0][word],
+                             f"output of {word!r} in {' '.join(sentence)!r} vs in {first!r}", scale=len(words))
+        mean = torch.stack(list(by_word.values())).mean(0)
+        ctx.assert_close(mean, torch.stack(list(outputs[0].values())).mean(0),
+                         f"mean output of {' '.join(sentence)!r} vs {first!r}", scale=len(words))
 
 
 @claim_property("attention.linear-in-values")
@@ -251,13 +313,15 @@ def self_attention_weights_are_symmetric_as_written(ctx: Context, case) -> None:
 @st.composite
 def query_and_two_keys(draw, equal_norms: bool):
     """A query and two keys ``(1, 1, d)``, ``(1, 2, d)``; with ``equal_norms`` the keys share a length."""
-    d = draw(st.integers(2, 5))
+    d = draw(sf.sizes(draw(sf.realistic()), 2, 5, "d"))
     q = draw(sf.tensors((1, 1, d)))
     k = draw(sf.tensors((1, 2, d)))
     if equal_norms:
         norms = k.norm(dim=-1, keepdim=True)  # (1, 2, 1)
         assume(bool((norms > 0.1).all()))  # a direction to keep: no clamping, which would leave a length unequal
         k = k / norms * draw(st.floats(0.5, 2.0))
+    else:  # key lengths spread over a factor 25 each, as in trained models (no counterexample built in)
+        k = k * torch.tensor([draw(st.floats(0.2, 5.0)), draw(st.floats(0.2, 5.0))], dtype=torch.float64)[None, :, None]
     return q, k
 
 
@@ -294,7 +358,7 @@ def more_aligned_keys_get_more_weight_as_written(ctx: Context, case) -> None:
 
 
 @claim_property("attention.fully-connected")
-@given(case=sf.attention_cases(bound=1.0), i=st.integers(0, 4), j=st.integers(0, 4), delta=st.floats(0.5, 2.0))
+@given(case=sf.attention_cases(bound=1.0), i=st.integers(0, 63), j=st.integers(0, 63), delta=st.floats(0.5, 2.0))
 def every_output_row_depends_on_every_value_row(ctx: Context, case, i, j, delta) -> None:
     """Unmasked, moderate scores: ``A_ij > 0`` and moving ``v_j`` by ``delta`` moves ``o_i`` by ``A_ij delta``."""
     i, j = i % case.q.shape[1], j % case.k.shape[1]

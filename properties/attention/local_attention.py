@@ -32,8 +32,9 @@ from .expected import attention_formula
 @st.composite
 def windowed_sequences(draw: st.DrawFn, max_t: int = 6) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
     """Self-attention-shaped ``q, k (B, t, d_k)``, ``v (B, t, d_v)``, ``t >= 2``, and a window ``w <= t - 2``."""
-    b, t = draw(st.integers(1, 2)), draw(st.integers(2, max_t))
-    d_k, d_v = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    large = draw(sf.realistic())  # one in four: batch 3-4, length and widths 7-64
+    b, t = draw(sf.sizes(large, 1, 2, "batch")), draw(sf.sizes(large, 2, max_t, "t"))
+    d_k, d_v = draw(sf.sizes(large, 1, 4, "d")), draw(sf.sizes(large, 1, 4, "d"))
     q, k, v = (draw(sf.tensors((b, t, d))) for d in (d_k, d_k, d_v))
     return q, k, v, draw(st.integers(0, t - 2))
 

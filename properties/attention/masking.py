@@ -65,9 +65,13 @@ class SequenceCase:
 @st.composite
 def sequence_cases(draw: st.DrawFn, *, min_t: int = 1, max_t: int = 5, max_d: int = 4,
                    last_i: int = 0, bound: float = sf.BOUND) -> SequenceCase:
-    """A sequence of length ``min_t..max_t`` and a position ``i`` in ``[0, t - 1 - last_i]``."""
-    b, t = draw(st.integers(1, 2)), draw(st.integers(min_t, max_t))
-    d_k, d_v = draw(st.integers(1, max_d)), draw(st.integers(1, max_d))
+    """A sequence of length ``min_t..max_t`` and a position ``i`` in ``[0, t - 1 - last_i]``.
+
+    One example in four is realistic: batch 3-4, length and widths 7-64.
+    """
+    large = draw(sf.realistic())
+    b, t = draw(sf.sizes(large, 1, 2, "batch")), draw(sf.sizes(large, min_t, max_t, "t"))
+    d_k, d_v = draw(sf.sizes(large, 1, max_d, "d")), draw(sf.sizes(large, 1, max_d, "d"))
     i = draw(st.integers(0, t - 1 - last_i))
     x = lambda d: draw(sf.tensors((b, t, d), bound))  # noqa: E731
     return SequenceCase(x(d_k), x(d_k), x(d_v), i, x(d_k), x(d_k), x(d_v))
@@ -136,6 +140,26 @@ def a_causal_flag_and_a_mask_combine_aligned_top_left(ctx: Context, case) -> Non
             ctx.assert_close(result.weights, weights, f"weights with causal=True and a mask, t_q={t_q}, t_k={t_k}")
 
 
+@claim_property("masking.causal-no-future")
+@given(case=causal_masked_cases())
+def a_causal_flag_with_a_mask_equals_the_combined_mask_without_the_flag(ctx: Context, case) -> None:
+    """Second check, without the formula: ``Attention(M, causal=True) = Attention(M and [j <= i], causal=False)``,
+    and every key that ``M`` or the causal mask removes gets weight exactly 0."""
+    t_q, t_k = case.q.shape[1], case.k.shape[1]
+    combined = case.mask & causal_mask(t_q, t_k)  # (B, t_q, t_k): key 0 stays in every row
+    flagged = ctx.attention(case.q, case.k, case.v, case.mask, causal=True)
+    explicit = ctx.attention(case.q, case.k, case.v, combined)
+    ctx.assert_close(flagged.output, explicit.output,
+                     f"causal=True with mask M vs mask M and [j <= i] without the flag, t_q={t_q}, t_k={t_k}",
+                     scale=t_k)
+    if flagged.weights is not None:
+        removed = flagged.weights.masked_select(~combined)
+        assert (removed == 0).all(), (
+            f"causal=True with a mask: a key removed by the mask or by causality has weight "
+            f"{removed.abs().max().item():.3g}, expected exactly 0"
+        )
+
+
 @claim_property("masking.causal-prefix-consistency")
 @given(case=sequence_cases(min_t=1))
 def causal_attention_over_a_prefix_gives_the_same_rows(ctx: Context, case) -> None:
@@ -198,7 +222,7 @@ def documents_upper_triangle(t: int) -> torch.Tensor:
     return torch.ones(t, t, dtype=torch.bool).triu()
 
 
-@claim_property("masking.causal-matrix", needs=(), expect="counterexample", dtypes=("float64",))
+@claim_property("masking.causal-matrix", needs=(), about="documents-code", expect="counterexample", dtypes=("float64",))
 @given(case=sequence_cases(min_t=1, bound=1.0))
 @example(case=SequenceCase(
     q=torch.zeros(1, 2, 1, dtype=torch.float64), k=torch.zeros(1, 2, 1, dtype=torch.float64),
@@ -296,7 +320,7 @@ def float16_refuses_the_fill() -> bool:
     return False
 
 
-@claim_property("masking.large-negative-fill", needs=(), dtypes=("float32", "float64"))
+@claim_property("masking.large-negative-fill", needs=(), about="documents-code", dtypes=("float32", "float64"))
 @given(scores_and_mask=masked_scores(empty_rows=False))
 def minus_1e9_fill_equals_minus_infinity_on_rows_with_an_allowed_key(ctx: Context, scores_and_mask) -> None:
     """``|S_ij| <= 1e3``, a key per row: fill ``-1e9`` gives the softmax of fill ``-inf`` bit for bit; float16 cannot hold ``-1e9``."""
@@ -309,7 +333,7 @@ def minus_1e9_fill_equals_minus_infinity_on_rows_with_an_allowed_key(ctx: Contex
     assert float16_refuses_the_fill(), "float16 accepted masked_fill(-1e9); expected an overflow error"
 
 
-@claim_property("masking.large-negative-fill", expect="counterexample", needs=(), dtypes=("float32", "float64"))
+@claim_property("masking.large-negative-fill", expect="counterexample", needs=(), about="documents-code", dtypes=("float32", "float64"))
 @given(scores_and_mask=masked_scores(empty_rows=True))
 @example(scores_and_mask=(torch.tensor([[0.0, 0.0]], dtype=torch.float64), torch.tensor([[False, False]])))
 def minus_1e9_fill_equals_minus_infinity_as_written(ctx: Context, scores_and_mask) -> None:
@@ -320,6 +344,85 @@ def minus_1e9_fill_equals_minus_infinity_as_written(ctx: Context, scores_and_mas
     assert torch.allclose(large, inf, rtol=0, atol=0, equal_nan=True), (
         f"fill -1e9 gives {large.tolist()}, fill -inf gives {inf.tolist()}"
     )
+
+
+@dataclass(frozen=True)
+class VeryNegativeCase:
+    """Scores far below ``-1e9``: ``q > 0``, ``k < 0`` entrywise, magnitudes ``10^e``; a key mask
+    ``(B, t_k)`` (every sequence keeps a key and masks one); allowed values in ``[-1, 1]``,
+    masked values ``+100``."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    keys: torch.Tensor
+
+    @property
+    def mask(self) -> torch.Tensor:
+        """The key mask as ``(B, t_q, t_k)``."""
+        return self.keys[:, None, :].expand(self.q.shape[0], self.q.shape[1], self.k.shape[1])
+
+
+#: The value written into masked keys' values: far outside the allowed values' range [-1, 1].
+MASKED_VALUE = 100.0
+
+
+@st.composite
+def very_negative_cases(draw: st.DrawFn) -> VeryNegativeCase:
+    """Every allowed score ``q.k / sqrt(d_k) <= -sqrt(d_k) 10^(2e)``, ``e`` in ``[5, 15]``: below ``-1e10``."""
+    large = draw(sf.realistic())
+    b, t_q = draw(sf.sizes(large, 1, 2, "batch")), draw(sf.sizes(large, 1, 4, "t"))
+    t_k, d_k, d_v = draw(sf.sizes(large, 2, 5, "t")), draw(sf.sizes(large, 1, 4, "d")), draw(sf.sizes(large, 1, 4, "d"))
+    e = draw(st.integers(5, 15))
+    q = (1.5 + draw(sf.tensors((b, t_q, d_k), 0.5))) * 10.0**e  # (B, t_q, d_k), entries in [1, 2] 10^e
+    k = -(1.5 + draw(sf.tensors((b, t_k, d_k), 0.5))) * 10.0**e  # (B, t_k, d_k), entries in [-2, -1] 10^e
+    keys = draw(sf.masks(b, 1, t_k))[:, 0]  # (B, t_k): a key kept per sequence
+    drop = torch.tensor(draw(st.lists(st.integers(0, t_k - 1), min_size=b, max_size=b)))
+    kept = keys.to(torch.int64).argmax(-1)  # (B,): an allowed key to keep
+    drop = torch.where(drop == kept, (drop + 1) % t_k, drop)
+    keys[torch.arange(b), drop] = False  # (B, t_k): a key masked per sequence
+    v = torch.where(keys[..., None], draw(sf.tensors((b, t_k, d_v), 1.0)), MASKED_VALUE)  # (B, t_k, d_v)
+    return VeryNegativeCase(q, k, v, keys)
+
+
+@claim_property("masking.large-negative-fill", dtypes=("float32", "float64"))
+@given(case=very_negative_cases())
+def masked_keys_get_no_weight_even_when_every_allowed_score_is_below_minus_1e9(ctx: Context, case) -> None:
+    """Second check of the fill: with every allowed score below ``-1e10``, masked keys (value ``+100``) still get
+    weight exactly 0 and the output stays within the allowed values ``[-1, 1]``; the documents' ``-1e9`` fill
+    (computed here in float64) would give the masked keys almost all the weight.
+
+    A ``-inf`` fill or a finite fill below every score drawn (``torch.finfo(dtype).min``) passes; a fill of
+    ``-1e9`` (the course notes' code) does not.
+    """
+    scores = case.q @ case.k.transpose(-2, -1) / case.q.shape[-1] ** 0.5  # (B, t_q, t_k), float64
+    documents = torch.softmax(scores.masked_fill(~case.mask, LARGE_NEGATIVE), dim=-1)
+    assert (documents.masked_fill(case.mask, 0.0).sum(-1) > 0.99).all(), (
+        "premise: the -1e9 fill should give the masked keys almost all the weight on these scores"
+    )
+    result = ctx.attention(case.q, case.k, case.v, case.mask)
+    slack = 1.0 + 10 * ctx.tol.atol
+    assert bool((result.output.abs() <= slack).all()), (
+        f"every allowed score is below -1e10, and an output entry is {result.output.abs().max().item():.6g}: "
+        f"masked keys (values {MASKED_VALUE:g}) got weight, as a finite fill above the scores gives"
+    )
+    if result.weights is not None:
+        leaked = result.weights.masked_select(~case.mask)
+        assert (leaked == 0).all(), f"a masked key has weight {leaked.abs().max().item():.3g} with scores below -1e10"
+
+
+@claim_property("masking.large-negative-fill", expect="counterexample", dtypes=("float32", "float64"))
+@given(case=very_negative_cases())
+def an_implementation_masks_like_the_minus_1e9_fill_as_written(ctx: Context, case) -> None:
+    """As written, of an implementation: its masked attention equals the documents' ``-1e9`` fill on every input.
+
+    The documents' code is computed here in float64; a correct implementation (weight 0 on masked keys)
+    departs from it as soon as every allowed score lies below ``-1e9``.
+    """
+    scores = case.q @ case.k.transpose(-2, -1) / case.q.shape[-1] ** 0.5  # (B, t_q, t_k)
+    documents = torch.softmax(scores.masked_fill(~case.mask, LARGE_NEGATIVE), dim=-1) @ case.v
+    result = ctx.attention(case.q, case.k, case.v, case.mask)
+    ctx.assert_close(result.output, documents, "masked attention vs the documents' -1e9 fill", scale=MASKED_VALUE)
 
 
 # -- padding and local windows -----------------------------------------------------------
@@ -416,7 +519,7 @@ def two_sided_masks(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.
     return x(t_q), x(t_k), x(t_k), mask
 
 
-@claim_property("masking.mask-convention", needs=(), dtypes=("float64",))
+@claim_property("masking.mask-convention", needs=(), about="library", dtypes=("float64",))
 @given(case=two_sided_masks())
 def boolean_masks_mean_may_attend_in_sdpa_and_may_not_in_multihead_attention(ctx: Context, case) -> None:
     """The documents' ``masked_fill(mask == 0, -inf)`` equals ``sdpa(attn_mask=mask)`` and ``MultiheadAttention(attn_mask=~mask)``."""
@@ -430,7 +533,7 @@ def boolean_masks_mean_may_attend_in_sdpa_and_may_not_in_multihead_attention(ctx
                      "MultiheadAttention(attn_mask=mask) vs masked_fill(mask == 1, -inf)")
 
 
-@claim_property("masking.mask-convention", needs=(), dtypes=("float64",))
+@claim_property("masking.mask-convention", needs=(), about="library", dtypes=("float64",))
 @given(q=sf.tensors((1, 4, 3)), k=sf.tensors((1, 4, 3)), v=sf.tensors((1, 4, 2)))
 def the_documents_causal_matrix_gives_causal_attention(ctx: Context, q, k, v) -> None:
     """The 0/1 matrix with ones on and below the diagonal, used as ``masked_fill(M == 0, -inf)``, equals ``is_causal=True``."""

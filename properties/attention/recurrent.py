@@ -29,7 +29,7 @@ def rnn_flops(b: int, t: int, d_x: int, d_h: int) -> int:
     return counted[0]
 
 
-@claim_property("attention.rnn-linear-cost", needs=(), dtypes=("float64",), max_examples=20)
+@claim_property("attention.rnn-linear-cost", needs=(), about="library", dtypes=("float64",), max_examples=20)
 @given(b=st.integers(1, 2), t=st.integers(1, 12), d_x=st.integers(1, 8), d_h=st.integers(1, 8))
 def an_rnn_costs_2_t_d_h_times_d_x_plus_d_h(ctx: Context, b, t, d_x, d_h) -> None:
     """``torch.nn.RNN``: ``2 B t (d_x d_h + d_h^2)`` operations, linear in ``t`` (a multiply-add is 2)."""

@@ -357,3 +357,114 @@ def unscaled_scores_saturate_the_softmax_and_scaled_scores_do_not(ctx: Context, 
     all four \(\le 6.6 \cdot 10^{-8}\) per example.
     """
     assert_saturation(saturation_statistics(d_k, t_k, seed), d_k)
+
+
+# -- the same statistics, measured on the implementation's attention --------------------
+# Each claim above is also checked on what an implementation computes. A query q and the
+# keys (k, 0) with values the 2 x 2 identity give the output (a_1, a_0), the two weights;
+# since the second score is exactly 0, log(a_1 / a_0) is the implementation's scaled score
+# q.k / sqrt(d_k) and sqrt(d_k) log(a_1 / a_0) its dot product. No weights need be exposed.
+# Samples come from the same seeded generator as above; the intervals are the same. These
+# rows run for every attention implementation, so they draw fewer examples, in float32 only.
+
+#: Block size of the implementation-calling tests (smaller: every sample is an attention row).
+IMPLEMENTATION_BLOCK = 300
+
+
+def implementation_dot_products(ctx: Context, d_k: int, block: int, seed: int, dist: str = "normal",
+                                mean: float = 0.0) -> torch.Tensor:
+    """``(BLOCKS, block)`` dot products ``q . k`` as the implementation's attention scores them.
+
+    ``q (N, 1, d_k)`` against keys ``(k, 0) (N, 2, d_k)`` with values ``I_2``: the output row is
+    ``(a_1, a_0)``, and ``sqrt(d_k) log(a_1 / a_0) = q . k`` for an implementation that scales by
+    ``1/sqrt(d_k)``.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    n = BLOCKS * block
+    q = components(dist, (n, 1, d_k), generator, mean)  # (N, 1, d_k)
+    k = components(dist, (n, 1, d_k), generator, mean)  # (N, 1, d_k)
+    keys = torch.cat([k, torch.zeros_like(k)], dim=1)  # (N, 2, d_k): the second score is 0
+    values = torch.eye(2, dtype=torch.float64).expand(n, 2, 2)  # (N, 2, 2): output = the weights
+    out = ctx.attention(q, keys, values, need_weights=False).output[:, 0]  # (N, 2): (a_1, a_0)
+    assert bool((out > 0).all()), (
+        f"an attention weight is {out.min().item():.3g} for scores of size about {math.sqrt(d_k):.3g}: "
+        "no positive weight to take the log of"
+    )
+    scaled = out[:, 0].log() - out[:, 1].log()  # (N,): q.k / sqrt(d_k)
+    return (scaled * math.sqrt(d_k)).reshape(BLOCKS, block)
+
+
+@claim_property("scaling.dot-product-variance", needs=("attention",), dtypes=("float32",), max_examples=2)
+@given(d_k=st.integers(1, 64), seed=sf.seeds(), dist=distributions())
+@example(d_k=64, seed=0, dist="normal")
+def the_implementations_unscaled_dot_products_have_variance_d_k(ctx: Context, d_k, seed, dist) -> None:
+    r"""The implementation's scores times \(\sqrt{d_k}\), for components of mean 0 and variance 1: \(\operatorname{Var}[q \cdot k] = d_k\)."""
+    samples = implementation_dot_products(ctx, d_k, IMPLEMENTATION_BLOCK, seed, dist)
+    assert_variance(samples, d_k, dot_product_fourth_moment(d_k, dist),
+                    f"Var[q.k] from the implementation's weights, d_k={d_k}, {dist} components")
+
+
+@claim_property("scaling.scaled-variance-one", needs=("attention",), dtypes=("float32",), max_examples=2)
+@given(d_k=st.integers(1, 128), seed=sf.seeds(), dist=distributions())
+@example(d_k=128, seed=0, dist="normal")
+def the_implementations_scaled_scores_have_unit_variance(ctx: Context, d_k, seed, dist) -> None:
+    r"""The implementation's scores \(\log(a_1 / a_0)\), components of mean 0 and variance 1: variance 1 for every \(d_k\)."""
+    samples = implementation_dot_products(ctx, d_k, IMPLEMENTATION_BLOCK, seed, dist) / math.sqrt(d_k)
+    assert_variance(samples, 1.0, dot_product_fourth_moment(d_k, dist) / d_k**2,
+                    f"Var[score] of the implementation, d_k={d_k}, {dist} components")
+
+
+@claim_property("scaling.dot-product-normal", needs=("attention",), dtypes=("float32",), max_examples=2)
+@given(d_k=st.integers(1, 32), seed=sf.seeds())
+@example(d_k=1, seed=0)
+def the_implementations_dot_products_have_excess_kurtosis_6_over_d_k(ctx: Context, d_k, seed) -> None:
+    r"""Normal components, the implementation's dot products: mean 0, variance \(d_k\), \(E[(q^\top k)^4]/d_k^2 = 3 + 6/d_k\).
+
+    The intervals of the companion property, with blocks of \(\max(300, \lfloor 3000/d_k \rfloor)\).
+    """
+    block = max(300, 3000 // d_k)
+    samples = implementation_dot_products(ctx, d_k, block, seed)
+    assert_mean(samples, 0.0, d_k, f"E[q.k] of the implementation, d_k={d_k}")
+    assert_variance(samples, d_k, normal_dot_product_moment(d_k, 4), f"Var[q.k] of the implementation, d_k={d_k}")
+    assert_mean((samples / math.sqrt(d_k)) ** 4, 3 + 6 / d_k, normalised_fourth_power_variance(d_k),
+                f"E[(q.k)^4] / d_k^2 of the implementation, d_k={d_k}")
+
+
+@claim_property("scaling.magnitude-example", needs=("attention",), dtypes=("float32",), max_examples=2)
+@given(seed=sf.seeds(), dist=distributions())
+@example(seed=0, dist="normal")
+def at_d_k_64_the_implementations_dot_products_have_sd_8_and_its_scores_sd_1(ctx: Context, seed, dist) -> None:
+    r"""\(d_k = 64\): the implementation's dot products have standard deviation 8, its scores 1."""
+    samples = implementation_dot_products(ctx, 64, IMPLEMENTATION_BLOCK, seed, dist)
+    mu4 = dot_product_fourth_moment(64, dist)
+    assert_variance(samples, 64.0, mu4, f"Var[q.k] = 8^2 from the implementation, {dist} components")
+    assert_variance(samples / 8, 1.0, mu4 / 8**4, f"Var[score] = 1 from the implementation, {dist} components")
+
+
+def implementation_saturation_statistics(ctx: Context, d_k: int, t_k: int, seed: int,
+                                         rows: int = SATURATION_ROWS) -> dict[str, float]:
+    """:func:`saturation_statistics` with the weights from the implementation's attention.
+
+    Values ``I_{t_k}`` make the output row the weight row. Scaled weights come from ``q``;
+    unscaled ones from ``sqrt(d_k) q``, whose scaled scores are the unscaled ``q . k_j``.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    q = components("normal", (rows, 1, d_k), generator)  # (rows, 1, d_k)
+    keys = components("normal", (rows, t_k, d_k), generator)  # (rows, t_k, d_k)
+    values = torch.eye(t_k, dtype=torch.float64).expand(rows, t_k, t_k)  # (rows, t_k, t_k)
+    stats = {}
+    for name, query in (("unscaled", q * math.sqrt(d_k)), ("scaled", q)):
+        a = ctx.attention(query, keys, values, need_weights=False).output[:, 0]  # (rows, t_k): the weights
+        jacobian = torch.diag_embed(a) - a[:, :, None] * a[:, None, :]  # (rows, t_k, t_k)
+        stats[f"{name} max weight"] = a.amax(-1).mean().item()
+        stats[f"{name} jacobian norm"] = jacobian.flatten(1).norm(dim=1).mean().item()
+    return stats
+
+
+@claim_property("scaling.unscaled-saturation", needs=("attention",), dtypes=("float32",), max_examples=2)
+@given(d_k=st.sampled_from([64, 128]), t_k=st.integers(4, 12), seed=sf.seeds())
+@example(d_k=64, t_k=16, seed=0)
+def the_implementations_softmax_saturates_on_unscaled_scores_and_not_on_scaled_ones(ctx: Context, d_k, t_k,
+                                                                                    seed) -> None:
+    r"""The thresholds of the companion property, on the implementation's weights (unscaled: query \(\sqrt{d_k}\, q\))."""
+    assert_saturation(implementation_saturation_statistics(ctx, d_k, t_k, seed), d_k)

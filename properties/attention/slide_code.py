@@ -90,7 +90,7 @@ def slide_cases(draw: st.DrawFn) -> tuple[int, int, torch.Tensor, int]:
     return h, h * width, draw(sf.tensors((b, t, h * width))), draw(sf.seeds())
 
 
-@claim_property("multihead.slide-code", needs=(), dtypes=("float64",))
+@claim_property("multihead.slide-code", needs=(), about="documents-code", dtypes=("float64",))
 @given(case=slide_cases())
 def the_slides_code_with_dim_minus_one_and_a_module_list_is_multihead_attention(ctx: Context, case) -> None:
     """Corrected: ``torch.concat(..., dim=-1)`` and ``nn.ModuleList`` give ``Concat(heads) W^O`` and register every weight."""
@@ -99,7 +99,7 @@ def the_slides_code_with_dim_minus_one_and_a_module_list_is_multihead_attention(
     run_and_check(ctx, SlideMultiHead(d, h, corrected=True), x)
 
 
-@claim_property("multihead.slide-code", needs=(), expect="counterexample", dtypes=("float64",))
+@claim_property("multihead.slide-code", needs=(), about="documents-code", expect="counterexample", dtypes=("float64",))
 @given(case=slide_cases())
 @example(case=(2, 4, torch.ones(1, 3, 4, dtype=torch.float64), 0))
 def the_slides_code_computes_multihead_attention_as_written(ctx: Context, case) -> None:

@@ -2,7 +2,8 @@
 
 Built on the shared :mod:`specformer.properties.strategies` (re-exported here, so a
 property module imports one ``strategies``). Everything is float64 on the CPU; masks use
-the protocol's convention, True = may attend.
+the protocol's convention, True = may attend. Every case strategy draws about one example
+in four at a realistic size (t and d up to 64, batch 3 or 4, 5 to 8 heads).
 """
 
 from __future__ import annotations
@@ -14,11 +15,19 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from specformer.properties.strategies import BOUND, bounded_floats, permutations_of, seeds, tensors
+from specformer.properties.strategies import (CHOSEN_MAX_ENTRIES, REALISTIC, BOUND, bounded_floats, permutations_of,
+                                              realistic, seeds, sizes, tensors)
 from specformer.reference.attention.multihead import MultiHeadParams
 
-__all__ = ["BOUND", "bounded_floats", "permutations_of", "seeds", "tensors", "AttentionCase", "masks",
+__all__ = ["BOUND", "REALISTIC", "bounded_floats", "permutations_of", "realistic", "seeds", "sizes", "tensors",
+           "AttentionCase", "masks", "projection_bound",
            "attention_cases", "MultiHeadCase", "multihead_params", "multihead_cases"]
+
+
+def projection_bound(d_in: int) -> float:
+    """Entries of a projection from width ``d_in``: ``min(1, 2 / sqrt(d_in))``, so projected inputs stay of size
+    about 1 at realistic widths (scores of size ~ sqrt(d_k), as with initialised models, not ~ d)."""
+    return min(1.0, 2.0 / d_in**0.5)
 
 
 @dataclass(frozen=True)
@@ -38,11 +47,20 @@ class AttentionCase:
 
 @st.composite
 def masks(draw: st.DrawFn, batch: int, t_q: int, t_k: int, *, empty_rows: bool = False) -> torch.Tensor:
-    """``(B, t_q, t_k)`` boolean masks, True = may attend; every row keeps a key unless ``empty_rows``."""
-    mask = torch.from_numpy(draw(arrays(np.bool_, (batch, t_q, t_k))))
+    """``(B, t_q, t_k)`` boolean masks, True = may attend; every row keeps a key unless ``empty_rows``.
+
+    Large masks (realistic sizes) come from a seeded generator, with a drawn density.
+    """
+    if batch * t_q * t_k > CHOSEN_MAX_ENTRIES:
+        generator = torch.Generator().manual_seed(draw(seeds()))
+        density = draw(st.sampled_from([0.1, 0.5, 0.9]))
+        mask = torch.rand(batch, t_q, t_k, generator=generator) < density
+        keep = torch.randint(0, t_k, (batch, t_q), generator=generator)
+    else:
+        mask = torch.from_numpy(draw(arrays(np.bool_, (batch, t_q, t_k))))
+        keep = torch.from_numpy(draw(arrays(np.int64, (batch, t_q), elements=st.integers(0, t_k - 1))))
     if not empty_rows:
-        keep = draw(arrays(np.int64, (batch, t_q), elements=st.integers(0, t_k - 1)))
-        mask.scatter_(-1, torch.from_numpy(keep)[..., None], True)  # one allowed key per row
+        mask.scatter_(-1, keep[..., None], True)  # one allowed key per row
     return mask
 
 
@@ -57,11 +75,15 @@ def attention_cases(
     masked: bool | None = False,
     bound: float = BOUND,
 ) -> AttentionCase:
-    """Queries, keys and values; ``self_attention`` gives ``t_q == t_k``; ``masked=None`` draws either."""
-    b = draw(st.integers(1, max_batch))
-    t_k = draw(st.integers(1, max_t))
-    t_q = t_k if self_attention else draw(st.integers(1, max_t))
-    d_k, d_v = draw(st.integers(1, max_d)), draw(st.integers(1, max_d))
+    """Queries, keys and values; ``self_attention`` gives ``t_q == t_k``; ``masked=None`` draws either.
+
+    About one example in four is realistic: batch 3-4, lengths and widths 7-64.
+    """
+    large = draw(realistic())
+    b = draw(sizes(large, 1, max_batch, "batch"))
+    t_k = draw(sizes(large, 1, max_t, "t"))
+    t_q = t_k if self_attention else draw(sizes(large, 1, max_t, "t"))
+    d_k, d_v = draw(sizes(large, 1, max_d, "d")), draw(sizes(large, 1, max_d, "d"))
     q = draw(tensors((b, t_q, d_k), bound))
     k = draw(tensors((b, t_k, d_k), bound))
     v = draw(tensors((b, t_k, d_v), bound))
@@ -82,24 +104,34 @@ class MultiHeadCase:
 @st.composite
 def multihead_params(
     draw: st.DrawFn, *, d_model: int | None = None, h: int | None = None, d_v: int | None = None,
-    max_h: int = 4, max_head_width: int = 4,
+    max_h: int = 4, max_head_width: int = 4, large: bool | None = None,
 ) -> MultiHeadParams:
-    """Projection weights; by default ``d_k = d_v = d_model / h`` (what PyTorch's module needs)."""
-    h = h if h is not None else draw(st.integers(1, max_h))
+    """Projection weights; by default ``d_k = d_v = d_model / h`` (what PyTorch's module needs).
+
+    A realistic draw (one in four, unless ``h`` and ``d_model`` are given) has 5 to 8 heads
+    and ``d_model`` up to 64.
+    """
+    if large is None:
+        large = draw(realistic()) if h is None or d_model is None else False
+    h = h if h is not None else draw(sizes(large, 1, max_h, "h"))
     if d_model is None:
-        d_model = h * draw(st.integers(1, max_head_width))
+        d_model = h * draw(st.integers(5, max(5, REALISTIC["d"][1] // h)) if large else st.integers(1, max_head_width))
     d_k = d_model // h
     d_v = d_k if d_v is None else d_v
-    w = lambda rows, cols: draw(tensors((rows, cols), 1.0))  # noqa: E731
+    w = lambda rows, cols: draw(tensors((rows, cols), projection_bound(rows)))  # noqa: E731
     return MultiHeadParams(w(d_model, h * d_k), w(d_model, h * d_k), w(d_model, h * d_v), w(h * d_v, d_model), h)
 
 
 @st.composite
 def multihead_cases(draw: st.DrawFn, *, max_batch: int = 2, max_t: int = 5, self_attention: bool = False,
                     h: int | None = None) -> MultiHeadCase:
-    """Multi-head inputs; ``self_attention`` makes the source the query sequence itself."""
-    params = draw(multihead_params(h=h))
-    b, t_q = draw(st.integers(1, max_batch)), draw(st.integers(1, max_t))
+    """Multi-head inputs; ``self_attention`` makes the source the query sequence itself.
+
+    About one example in four is realistic: 5 to 8 heads, batch 3-4, lengths 7-64.
+    """
+    large = draw(realistic())
+    params = draw(multihead_params(h=h if h is not None else draw(sizes(large, 1, 4, "h")), large=large))
+    b, t_q = draw(sizes(large, 1, max_batch, "batch")), draw(sizes(large, 1, max_t, "t"))
     query = draw(tensors((b, t_q, params.d_model)))
-    source = query if self_attention else draw(tensors((b, draw(st.integers(1, max_t)), params.d_model)))
+    source = query if self_attention else draw(tensors((b, draw(sizes(large, 1, max_t, "t")), params.d_model)))
     return MultiHeadCase(query, source, params)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from specformer.protocol import Capabilities
 from specformer.reference.attention.attention import AttentionOutput
 from specformer.reference.attention.masks import causal_mask
 
@@ -25,6 +26,8 @@ class TorchSDPA:
     """Attention through PyTorch's fused scaled-dot-product kernel."""
 
     name = "torch-sdpa"
+    #: Every attention convention, dtype and device: the kernel answers every example.
+    capabilities = Capabilities()
 
     def _sdpa(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
               causal: bool) -> torch.Tensor:

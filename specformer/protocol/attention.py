@@ -19,11 +19,12 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 
 from specformer.protocol.base import Family, Operation
+from specformer.protocol.capabilities import Convention
 from specformer.reference.attention.attention import AttentionOutput
 from specformer.reference.attention.multihead import MultiHeadParams
 
-__all__ = ["AttentionOutput", "AttentionImplementation", "MultiHeadImplementation", "MultiHeadParams",
-           "ScoreImplementation", "FAMILY"]
+__all__ = ["AttentionOutput", "AttentionImplementation", "CONVENTIONS", "MultiHeadImplementation",
+           "MultiHeadParams", "ScoreImplementation", "FAMILY"]
 
 
 @runtime_checkable
@@ -85,7 +86,26 @@ class ScoreImplementation(Protocol):
         ...
 
 
-#: The attention family: its operations, registered in :data:`specformer.protocol.FAMILIES`.
+#: The attention family's conventions: what an implementation may declare it supports
+#: (:class:`~specformer.protocol.capabilities.Capabilities`); a name it does not declare means every value.
+CONVENTIONS: dict[str, Convention] = {
+    "separate_key_value": Convention(
+        values=(True, False),
+        doc="multihead_attention with key and value from different sequences (True) or only key == value (False): "
+            "BERT, GPT-2, Llama and x-transformers project keys and values from one sequence",
+    ),
+    "value_width": Convention(
+        values=("d_model_over_h", "free"),
+        doc="multi-head value width: d_k = d_v = d_model / h only ('d_model_over_h': torch.nn.MultiheadAttention, "
+            "the Hugging Face modules), or any d_v ('free')",
+    ),
+    "attention_input_rank": Convention(
+        values=(3, 4),
+        doc="tensor rank attention accepts: (B, t, d) only (3: torch.nn.MultiheadAttention) or also (B, h, t, d) (4)",
+    ),
+}
+
+#: The attention family: its operations and conventions, registered in :data:`specformer.protocol.FAMILIES`.
 FAMILY = Family(
     "attention",
     (
@@ -93,4 +113,5 @@ FAMILY = Family(
         Operation("multihead_attention", MultiHeadImplementation),
         Operation("score", ScoreImplementation),
     ),
+    CONVENTIONS,
 )
