@@ -26,7 +26,7 @@ from specformer.property import load_properties
 TENSOR_OPERATIONS = (
     "attention", "multihead_attention", "score", "layer_norm", "feed_forward", "encoder_layer", "decoder_layer",
     "positional_encoding", "rotary", "embedding_lookup", "cosine_similarity", "cbow_hidden",
-    "noise_distribution", "glove_weight",
+    "noise_distribution", "glove_weight", "alibi_attention", "learned_positions", "input_embedding", "encoder_stack",
 )
 
 

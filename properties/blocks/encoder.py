@@ -144,3 +144,38 @@ def the_original_stack_has_six_layers_and_bert_base_twelve(ctx: Context, _) -> N
     expected = {"nn.Transformer encoder": 6, "nn.Transformer decoder": 6, "BertConfig().num_hidden_layers": 12}
     wrong = {k: (v, expected[k]) for k, v in counts.items() if v != expected[k]}
     assert not wrong, f"layer counts (found, claimed): {wrong}"
+
+
+@st.composite
+def stack_cases(draw: st.DrawFn) -> tuple[sf.LayerCase, list[dict[str, torch.Tensor]], tuple[torch.Tensor, ...]]:
+    """A layer case, 1 to 4 layers of independent weights, and a final norm's ``(gamma, beta)``."""
+    case = draw(sf.layer_cases())
+    d_model, d_ff = case.weights["w_1"].shape
+    n = draw(st.integers(1, 4), label="layers")
+    seed = draw(sf.seeds(), label="stack seed")
+    layers = [case.weights] + [sf.layer_weights(seed + i, d_model, d_ff) for i in range(1, n)]
+    final = sf.layer_weights(seed + n, d_model, d_ff, ("gamma_f", "beta_f"))
+    return case, layers, (final["gamma_f"], final["beta_f"])
+
+
+@claim_property("encoder.stack", needs=("encoder_stack",))
+@given(stack=stack_cases(), norm_first=st.booleans(), activation=activations, causal=st.booleans())
+def the_stack_is_its_layers_in_order_and_a_pre_norm_stack_ends_with_a_final_norm(
+        ctx: Context, stack, norm_first, activation, causal) -> None:
+    """``N`` layers, each with its own weights, applied in order; a pre-norm stack then applies
+    ``LN_f`` (``gamma_f, beta_f``), a post-norm stack nothing more (its last layer ends with a norm)."""
+    case, layers, final = stack
+    final_norm = final if norm_first else None
+    out = ctx.encoder_stack(case.x, layers, heads=case.heads, norm_first=norm_first, final_norm=final_norm,
+                            activation=activation, eps=EPS, causal=causal)
+    layer = pre_norm_layer if norm_first else post_norm_layer
+
+    def run(dtype: torch.dtype) -> torch.Tensor:
+        h = case.x.to(dtype)
+        for w in layers:
+            h = layer(h, {k: v.to(dtype) for k, v in w.items()}, case.heads, activation, causal)
+        return layer_norm(h, final[0].to(dtype), final[1].to(dtype), EPS) if norm_first else h
+
+    kind = "pre-norm stack with its final norm" if norm_first else "post-norm stack"
+    ctx.assert_close(out, run(torch.float64), f"{kind} of {len(layers)} layers ({activation})",
+                     scale=16 * len(layers), same_dtype=run)

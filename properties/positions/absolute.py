@@ -5,8 +5,9 @@ codes, and what adding a position vector to the token embeddings does
 Expected values are written here in float64: the bits of a position (``(pos >> i) & 1``),
 the sinusoidal formula of :mod:`.sinusoidal`, and single-head self-attention
 ``softmax(X W_Q (X W_K)^T / sqrt(d)) X W_V``. Implementations are called through
-``ctx.positional_encoding(kind, ...)``. Properties with ``needs=()`` check the web notes'
-(002) learned-embedding code and PyTorch's ``nn.Embedding`` themselves.
+``ctx.positional_encoding(kind, ...)``, learned tables through ``ctx.learned_positions`` and
+the input sum through ``ctx.input_embedding``. Properties with ``needs=()`` check the web
+notes' (002) learned-embedding code and PyTorch's ``nn.Embedding`` themselves.
 """
 
 from __future__ import annotations
@@ -94,6 +95,63 @@ def the_position_row_is_added_to_every_token_embedding(ctx: Context, case) -> No
     expected = table[tokens] + positions[:seq_len][None]  # (B, seq_len, d) + (1, seq_len, d)
     ctx.assert_close(out, expected, "TransformerEmbedding(tokens) vs E[token] + P[t]")
     ctx.assert_close(out - positions[:seq_len][None], table[tokens], "x - P[t] vs E[token]", scale=4)
+
+
+@st.composite
+def table_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor]:
+    """A table ``(n_max, d)`` (``n_max`` up to 64, ``d`` up to 64) from a seed and 1 to 64 positions in it."""
+    n_max, d = draw(st.integers(1, 64), label="n_max"), draw(st.integers(1, 64), label="d")
+    g = torch.Generator().manual_seed(draw(sf.seeds()))
+    table = 2 * torch.rand(n_max, d, generator=g, dtype=torch.float64) - 1  # (n_max, d) in [-1, 1]
+    positions = draw(st.lists(st.integers(0, n_max - 1), min_size=1, max_size=64))
+    return table, torch.tensor(positions, dtype=torch.int64)
+
+
+@claim_property("absolute.learned-table-length", needs=("learned_positions",))
+@given(case=table_cases(), past=st.integers(0, 64))
+@example(case=(torch.eye(4, dtype=torch.float64), pos(0, 3, 1)), past=0)
+def the_implementations_table_has_rows_up_to_its_length_only(ctx: Context, case, past) -> None:
+    """Positions ``< n_max`` give the table's rows ``P[pos]``; position ``n_max + past`` raises (no row,
+    no wrap-around, no clamping, no zeros)."""
+    table, positions = case
+    rows = ctx.learned_positions(positions, table)
+    ctx.assert_close(rows, table[positions], "learned position rows vs P[pos]")
+    beyond = torch.tensor([table.shape[0] + past], dtype=torch.int64)
+    refused = ctx.learned_positions_refused(beyond, table)
+    assert refused is not None, (
+        f"position {int(beyond)} of a table of {table.shape[0]} rows gave a row instead of raising")
+
+
+@st.composite
+def input_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Tokens ``(B, t)`` (``B`` 1..4, ``t`` 1..64), a token table ``(V, d)`` (``V`` 1..50, ``d`` 1..64)
+    and a position table ``(n_max, d)`` with ``t <= n_max <= t + 8``."""
+    vocab, d = draw(st.integers(1, 50), label="V"), draw(st.integers(1, 64), label="d")
+    b, t = draw(st.integers(1, 4), label="B"), draw(st.integers(1, 64), label="t")
+    n_max = t + draw(st.integers(0, 8), label="extra rows")
+    g = torch.Generator().manual_seed(draw(sf.seeds()))
+    tokens = torch.randint(0, vocab, (b, t), generator=g)
+    token_table = 2 * torch.rand(vocab, d, generator=g, dtype=torch.float64) - 1  # (V, d)
+    position_table = 2 * torch.rand(n_max, d, generator=g, dtype=torch.float64) - 1  # (n_max, d)
+    return tokens, token_table, position_table
+
+
+@claim_property("absolute.added-to-embeddings", needs=("input_embedding",))
+@given(case=input_cases(), scale=st.booleans())
+@example(case=(torch.tensor([[0, 1, 2], [2, 2, 0]]), torch.eye(3, dtype=torch.float64),
+               torch.arange(12, dtype=torch.float64).reshape(4, 3)), scale=False)
+def the_implementations_input_is_the_token_row_plus_the_position_row(ctx: Context, case, scale) -> None:
+    """``x[b, i] = E[tokens[b, i]] s + P[i]`` (``s = sqrt(d)`` when asked, else 1): the same position row
+    for every sequence of the batch, and ``x - P[i]`` gives the (scaled) token embedding back."""
+    tokens, token_table, position_table = case
+    x = ctx.input_embedding(tokens, token_table, position_table, scale=scale)
+    s = math.sqrt(token_table.shape[1]) if scale else 1.0
+    t = tokens.shape[1]
+    expected = token_table[tokens] * s + position_table[:t][None]  # (B, t, d) + (1, t, d)
+    what = "E[token] * sqrt(d) + P[i]" if scale else "E[token] + P[i]"
+    ctx.assert_close(x, expected, f"input embedding vs {what}", scale=2)
+    ctx.assert_close(x - position_table[:t][None], token_table[tokens] * s, "x - P[i] vs the token embedding",
+                     scale=8)
 
 
 # -- deterministic encodings ---------------------------------------------------------------
