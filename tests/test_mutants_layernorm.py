@@ -49,7 +49,7 @@ def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
 
 
 def test_every_layernorm_property_is_covered(properties) -> None:
-    covered = {qualname for qualname, _ in CASES}
+    covered = {qualname for qualname, _ in CASES} | {GAMMA_BETA}
     mine = {q for q, p in properties.items() if p.module == "layernorm"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -64,3 +64,26 @@ def test_the_reference_rejects_bad_input() -> None:
         layer_norm(x, torch.ones(3), torch.zeros(3), eps=0.0)
     with pytest.raises(ValueError, match="non-empty last"):
         layer_norm(torch.ones(2, 0), torch.ones(0), torch.zeros(0))
+
+
+# -- the second check of gamma and beta -------------------------------------------------------------
+GAMMA_BETA = "layernorm.gamma_scales_and_beta_shifts_each_feature_of_the_standardised_token"
+
+
+@pytest.mark.parametrize("mutant", [
+    Mutant("gamma-and-beta-swapped", layer_norm=lambda x, gamma, beta, *, eps=1e-5: _norm()(x, beta, gamma, eps=eps)),
+    Mutant("beta-scaled-by-gamma", layer_norm=lambda x, gamma, beta, *, eps=1e-5: gamma * (_norm()(
+        x, torch.ones_like(gamma), torch.zeros_like(beta), eps=eps) + beta)),
+    Mutant("gamma-ignored", layer_norm=lambda x, gamma, beta, *, eps=1e-5: _norm()(x, torch.ones_like(gamma), beta,
+                                                                                   eps=eps)),
+    Mutant("beta-reversed", layer_norm=lambda x, gamma, beta, *, eps=1e-5: _norm()(x, gamma, beta.flip(0), eps=eps)),
+], ids=lambda m: m.name)
+def test_the_second_check_catches_wrong_gamma_and_beta(mutant) -> None:
+    assert_caught(GAMMA_BETA, mutant)
+
+
+def test_the_reference_passes_the_second_check() -> None:
+    from conftest import run_row
+    from specformer.adapters.reference import ReferenceImplementation
+
+    assert run_row(GAMMA_BETA, ReferenceImplementation()).outcome == "pass"

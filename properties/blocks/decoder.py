@@ -76,6 +76,29 @@ def queries_come_from_the_target_keys_and_values_from_the_whole_source(ctx: Cont
     ctx.assert_close(shuffled, out, f"decoder output with the source tokens reordered by {perm.tolist()}", scale=16)
 
 
+def _cross_attention_only(w: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The weights with self-attention's and the network's output maps zeroed: only cross-attention acts."""
+    quiet = dict(w)
+    for key in ("w_o", "b_o", "w_2", "b_2"):
+        quiet[key] = torch.zeros_like(w[key])
+    return quiet
+
+
+@claim_property("decoder.cross-attention-sources", needs=("decoder_layer",))
+@given(case=sf.layer_cases(decoder=True), norm_first=st.booleans(), seed=sf.seeds())
+def the_output_follows_the_encoder_memory_through_cross_attention(ctx: Context, case, norm_first, seed) -> None:
+    """A second check of where keys and values come from: with self-attention and the network silenced, the
+    layer's output for two different memories is the cross-attention written out with each memory (keys and
+    values projected from the memory, queries from the target); the outputs differ as the formula says."""
+    w = _cross_attention_only(case.weights)
+    g = torch.Generator().manual_seed(seed)
+    other = 4 * torch.rand(case.memory.shape, generator=g, dtype=torch.float64) - 2  # (B, s, d_model)
+    for label, memory in (("the memory", case.memory), ("another memory", other)):
+        out = ctx.decoder_layer(case.x, memory, w, heads=case.heads, norm_first=norm_first, eps=EPS)
+        expected = decoder_layer_written_out(case.x, memory, w, case.heads, norm_first)
+        ctx.assert_close(out, expected, f"decoder layer with only cross-attention acting, over {label}", scale=16)
+
+
 def _later_tokens_changed(x: torch.Tensor, i: int, seed: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     changed = x.clone()

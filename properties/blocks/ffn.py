@@ -195,3 +195,39 @@ def pre_norm_encoder_layers_keep_the_tokens_apart(ctx: Context, seed, t, heads, 
         x = ctx.encoder_layer(x, sf.layer_weights(seed + layer, d, 4 * d), heads=heads, norm_first=True)
     r_l = relative_residual(x)
     assert r_l >= r0 / 100, f"{DEPTH} pre-norm layers: r(X_L) = {r_l:.3g}, {r_l / r0:.3g} of r(X_0) = {r0:.3g}"
+
+
+#: The activations as PyTorch's own functions, a second source independent of :data:`ACTIVATIONS`.
+TORCH_ACTIVATIONS = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda z: F.gelu(z, approximate="tanh"),
+}
+
+
+@st.composite
+def identity_ffn_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, str]:
+    """``x (B, t, d)`` with entries in ``[-4, 4]`` (``d`` up to 64), a first bias ``b_1 (d,)`` and an activation."""
+    b, t, d = draw(st.integers(1, 3)), draw(st.integers(1, 8)), draw(st.integers(1, 64))
+    g = torch.Generator().manual_seed(draw(sf.seeds()))
+    x = 8 * torch.rand(b, t, d, generator=g, dtype=torch.float64) - 4  # (B, t, d)
+    b_1 = 4 * torch.rand(d, generator=g, dtype=torch.float64) - 2  # (d,)
+    return x, b_1, draw(st.sampled_from(tuple(TORCH_ACTIVATIONS)), label="activation")
+
+
+@claim_property("ffn.formula", needs=("feed_forward",))
+@given(case=identity_ffn_cases())
+@example(case=(torch.tensor([[[-1.0, 0.5, 1.0]]], dtype=torch.float64),
+               torch.tensor([0.0, -1.0, 0.0], dtype=torch.float64), "gelu"))
+def with_identity_weights_the_network_is_the_activation_of_x_plus_the_first_bias(ctx: Context, case) -> None:
+    """A second check of the activation and of ``b_1``: with ``W_1 = W_2 = I`` and ``b_2 = 0``,
+    ``FFN(x) = act(x + b_1)`` entry by entry (PyTorch's ``relu``/``gelu`` as the expected activation), and
+    the same ``x + b_1`` reached as ``x`` with no bias gives the same output."""
+    x, b_1, activation = case
+    d = x.shape[-1]
+    eye, zeros = torch.eye(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64)
+    out = ctx.feed_forward(x, eye, b_1, eye, zeros, activation=activation)
+    ctx.assert_close(out, TORCH_ACTIVATIONS[activation](x + b_1), f"FFN with identity weights ({activation})",
+                     scale=4)
+    moved = ctx.feed_forward(x + b_1, eye, zeros, eye, zeros, activation=activation)
+    ctx.assert_close(out, moved, f"FFN(x; b_1) vs FFN(x + b_1; 0) ({activation})", scale=4)

@@ -82,3 +82,21 @@ def layer_norm_gives_every_token_unit_variance_as_written(ctx: Context, d, value
     out = ctx.layer_norm(x, torch.ones(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64), eps=EPS)
     ctx.assert_close(out.var(-1, unbiased=False), torch.ones(b, 1, dtype=torch.float64),
                      "variance of a normalised constant token")
+
+
+@claim_property("layernorm.formula", needs=("layer_norm",))
+@given(case=token_batches(), data=st.data())
+def gamma_scales_and_beta_shifts_each_feature_of_the_standardised_token(ctx: Context, case, data) -> None:
+    """A second check of ``gamma`` and ``beta``, without the formula: ``LN(x; gamma, beta) = gamma * LN(x; 1, 0)
+    + beta`` feature by feature, and ``LN(x; gamma, beta_1) - LN(x; gamma, beta_2) = beta_1 - beta_2`` for
+    every token, all from the implementation's own outputs."""
+    x, gamma, beta = case
+    d = x.shape[-1]
+    other_beta = data.draw(sf.tensors((d,), 2.0), label="another beta")
+    ones, zeros = torch.ones(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64)
+    plain = ctx.layer_norm(x, ones, zeros, eps=EPS)
+    out = ctx.layer_norm(x, gamma, beta, eps=EPS)
+    ctx.assert_close(out, gamma * plain + beta, "LN(x; gamma, beta) vs gamma * LN(x; 1, 0) + beta", scale=8)
+    shifted = ctx.layer_norm(x, gamma, other_beta, eps=EPS)
+    ctx.assert_close(out - shifted, (beta - other_beta).expand_as(out), "LN(x; gamma, beta) - LN(x; gamma, beta')",
+                     scale=8)

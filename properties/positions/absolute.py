@@ -206,6 +206,23 @@ def binary_encodings_are_the_bits_and_distinct_below_two_to_the_d(ctx: Context, 
     assert len(rows) == len(positions), f"{len(positions)} positions get only {len(rows)} distinct encodings"
 
 
+@claim_property("absolute.bits-distinct", needs=NEEDS)
+@given(d_model=st.integers(1, 40), data=st.data())
+@example(d_model=4, data=None)
+def a_power_of_two_sets_one_feature_and_the_first_feature_flips_every_step(ctx: Context, d_model, data) -> None:
+    """A second check of the bit order, without the bit formula: position ``2^i`` is the unit vector ``e_i``
+    (only feature ``i`` is 1), and feature 0 alternates ``0, 1, 0, 1`` over consecutive positions."""
+    i = d_model - 1 if data is None else data.draw(st.integers(0, d_model - 1), label="bit")
+    start = 0 if data is None else data.draw(st.integers(0, 2**d_model - 4 if d_model >= 2 else 0), label="start")
+    one_hot = ctx.positional_encoding("binary", pos(2**i), d_model)[0]
+    assert one_hot.tolist() == [1.0 if f == i else 0.0 for f in range(d_model)], (
+        f"position 2^{i} = {2**i} encodes as {one_hot.tolist()}, expected only feature {i} set")
+    run = torch.arange(start, min(start + 4, 2**d_model), dtype=torch.int64)
+    first = ctx.positional_encoding("binary", run, d_model)[:, 0]
+    assert first.tolist() == [float(p % 2) for p in run.tolist()], (
+        f"feature 0 over positions {run.tolist()} is {first.tolist()}, expected the parities")
+
+
 def linear_residual(before: torch.Tensor, after: torch.Tensor) -> float:
     """``min_A ||before A - after||_F^2`` (least squares in float64)."""
     solution = torch.linalg.lstsq(before, after, driver="gelsd").solution

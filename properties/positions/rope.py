@@ -200,6 +200,30 @@ def rotary_applies_the_rotation_matrix_of_each_rows_position(ctx: Context, case,
                   f"rotated x vs R_(Theta,m) x ({case.pairing} pairs, base {base:g})")
 
 
+def unit_pairs(d: int, pairing: str) -> torch.Tensor:
+    """``(1, 1, d)``: every pair ``(x_a, x_b)`` of ``pairing`` set to ``(1, 0)``."""
+    x = torch.zeros(1, 1, d, dtype=torch.float64)
+    for a, _ in pair_indices(d, pairing):
+        x[0, 0, a] = 1.0
+    return x
+
+
+@claim_property("rope.rotation", needs=("rotary",))
+@given(d=sf.even_widths(64), pairing=st.sampled_from(PAIRINGS),
+       base=st.one_of(st.sampled_from([10000.0, 500000.0, 10.0]), st.floats(2.0, 1e6)))
+@example(d=8, pairing="interleaved", base=500000.0)
+def at_position_one_pair_i_turns_by_base_to_the_minus_2i_over_d(ctx: Context, d, pairing, base) -> None:
+    """A second check of the base, read off the rotation itself: the pairs of a vector of unit pairs
+    ``(1, 0)`` turned at position 1 have angles ``theta_i = atan2(x_b, x_a) = base^(-2i/d)`` (all in
+    ``(0, 1]``, so the angle is read without wrapping)."""
+    out = ctx.rotary(unit_pairs(d, pairing), torch.tensor([1]), pairing=pairing, base=base)[0, 0]
+    pairs = pair_indices(d, pairing)
+    angles = torch.stack([torch.atan2(out[b], out[a]) for a, b in pairs])  # (d/2,)
+    expected = torch.tensor([base ** (-2.0 * i / d) for i in range(d // 2)], dtype=torch.float64)
+    bound = torch.full_like(expected, 2 * ANGLE_ULPS * angle_eps(ctx) + 4 * (ctx.tol.rtol + ctx.tol.atol))
+    assert_within(angles, expected, bound, f"angles of the {d // 2} pairs at position 1 with base {base:g}")
+
+
 @claim_property("rope.rotation", needs=("rotary",))
 @given(case=rope_cases(max_position=MAX_POSITION // 2))
 def rotating_by_m_then_by_n_is_rotating_by_m_plus_n(ctx: Context, case) -> None:
