@@ -130,3 +130,19 @@ def test_the_reference_rejects_bad_weights() -> None:
         encoder_layer(x, w, heads=3, norm_first=False)
     with pytest.raises(ValueError, match=r"x must be \(B, t, d_model\)"):
         encoder_layer(torch.ones(3, 4), w, heads=2, norm_first=False)
+
+
+def test_a_layer_wrong_only_at_realistic_sizes_is_caught() -> None:
+    """Wrong only when t > 6 or d_model > 8 (beyond the small sizes): the last key is dropped."""
+
+    def layer(x, w, *, heads, norm_first, activation="relu", eps=1e-5, causal=False):
+        out = encoder_layer(x, w, heads=heads, norm_first=norm_first, activation=activation, eps=eps, causal=causal)
+        if x.shape[1] > 6 or x.shape[2] > 8:
+            short = encoder_layer(x[:, :-1], w, heads=heads, norm_first=norm_first, activation=activation, eps=eps,
+                                  causal=causal)
+            out = torch.cat([short, out[:, -1:]], dim=1)
+        return out
+
+    mutant = Mutant("drops-the-last-key-at-realistic-sizes", encoder_layer=layer)
+    assert_caught(POST, mutant)
+    assert_caught(PRE, mutant)

@@ -134,3 +134,15 @@ def test_the_second_check_catches_a_wrong_activation_or_first_bias(mutant) -> No
 
 def test_the_reference_passes_the_second_check() -> None:
     assert run_row(IDENTITY, REFERENCE).outcome == "pass"
+
+
+def test_a_network_wrong_only_at_realistic_widths_is_caught() -> None:
+    def wide_wrong(x, w1, b1, w2, b2, act):
+        hidden = act(x @ w1 + b1)
+        if w1.shape[1] > 16:
+            hidden = hidden[..., :-1]  # drops the last hidden unit
+            w2 = w2[:-1]
+        return hidden @ w2 + b2
+
+    assert_caught("ffn.the_feed_forward_network_is_two_affine_maps_around_the_activation",
+                  Mutant("drops-a-hidden-unit-above-d_ff-16", feed_forward=_ffn(wide_wrong)))

@@ -87,3 +87,11 @@ def test_the_reference_passes_the_second_check() -> None:
     from specformer.adapters.reference import ReferenceImplementation
 
     assert run_row(GAMMA_BETA, ReferenceImplementation()).outcome == "pass"
+
+
+def test_a_layer_norm_wrong_only_for_wide_tokens_is_caught() -> None:
+    def layer_norm(x, gamma, beta, *, eps=1e-5):
+        return _norm(unbiased=x.shape[-1] > 8)(x, gamma, beta, eps=eps)
+
+    assert_caught("layernorm.layer_norm_is_the_formula_with_the_biased_variance_and_eps_inside_the_root",
+                  Mutant("unbiased-above-width-8", layer_norm=layer_norm))

@@ -163,3 +163,12 @@ def test_the_second_check_catches_a_wrong_base(mutant) -> None:
 
 def test_the_reference_passes_the_second_check() -> None:
     assert run_row(BASE, ReferenceImplementation()).outcome == "pass"
+
+
+def test_a_rotation_wrong_only_for_long_inputs_is_caught() -> None:
+    def long_wrong(rot, x, p, pairing, base):
+        out = rot(x, p, pairing=pairing, base=base)
+        return out if x.shape[1] <= 6 else torch.cat([out[:, :-1], x[:, -1:]], dim=1)  # last row unrotated
+
+    assert_caught("rope.rotary_applies_the_rotation_matrix_of_each_rows_position",
+                  Mutant("last-row-unrotated-above-t-6", long_wrong))

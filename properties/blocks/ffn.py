@@ -38,8 +38,12 @@ ACTIVATIONS = {
 @st.composite
 def ffn_cases(draw: st.DrawFn, activations: tuple[str, ...] = tuple(ACTIVATIONS)):
     """``x (B, t, d_model)``, ``w_1, b_1, w_2, b_2`` and an activation name."""
-    b, t = draw(st.integers(1, 2)), draw(st.integers(1, 5))
-    d_model, d_ff = draw(st.integers(1, 8)), draw(st.integers(1, 16))
+    if sf.realistic(draw):  # one example in six at the sizes models use
+        b, t = draw(st.integers(3, 4)), draw(st.integers(6, 64))
+        d_model, d_ff = draw(st.integers(9, 64)), draw(st.integers(17, 256))
+    else:
+        b, t = draw(st.integers(1, 2)), draw(st.integers(1, 5))
+        d_model, d_ff = draw(st.integers(1, 8)), draw(st.integers(1, 16))
     x = draw(sf.tensors((b, t, d_model), 2.0), label="x")
     w = sf.layer_weights(draw(sf.seeds(), label="seed"), d_model, d_ff, ("w_1", "b_1", "w_2", "b_2"))
     return x, w["w_1"], w["b_1"], w["w_2"], w["b_2"], draw(st.sampled_from(activations), label="activation")

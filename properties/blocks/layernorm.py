@@ -29,8 +29,12 @@ def layer_norm_formula(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor,
 
 @st.composite
 def token_batches(draw: st.DrawFn, min_d: int = 2, max_d: int = 8) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``x (B, t, d)`` whose tokens each have a spread >= 0.1, and ``gamma``, ``beta`` ``(d,)``."""
-    b, t, d = draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(min_d, max_d))
+    """``x (B, t, d)`` whose tokens each have a spread >= 0.1, and ``gamma``, ``beta`` ``(d,)``; one example
+    in :data:`~.strategies.REALISTIC_ONE_IN` with batch 3 or 4, up to 64 tokens of width up to 64."""
+    if sf.realistic(draw):
+        b, t, d = draw(st.integers(3, 4)), draw(st.integers(5, 64)), draw(st.integers(max(min_d, 9), 64))
+    else:
+        b, t, d = draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(min_d, max_d))
     x = draw(sf.tensors((b, t, d)))
     assume(bool((x.std(-1, unbiased=False) >= 0.1).all()))
     return x, draw(sf.tensors((d,), 2.0)), draw(sf.tensors((d,), 2.0))

@@ -16,9 +16,10 @@ __all__ = ["BOUND", "bounded_floats", "permutations_of", "seeds", "tensors", "po
 
 
 @st.composite
-def positions(draw: st.DrawFn, *, max_t: int = 8, max_position: int = 2048, distinct: bool = False) -> torch.Tensor:
-    """A 1-D ``int64`` tensor of ``1..max_t`` positions in ``[0, max_position]`` (distinct if asked)."""
-    values = draw(st.lists(st.integers(0, max_position), min_size=1, max_size=max_t, unique=distinct))
+def positions(draw: st.DrawFn, *, max_t: int = 8, max_position: int = 2048, distinct: bool = False,
+              min_t: int = 1) -> torch.Tensor:
+    """A 1-D ``int64`` tensor of ``min_t..max_t`` positions in ``[0, max_position]`` (distinct if asked)."""
+    values = draw(st.lists(st.integers(0, max_position), min_size=min_t, max_size=max_t, unique=distinct))
     return torch.tensor(values, dtype=torch.int64)
 
 
