@@ -27,7 +27,9 @@ def bounded_floats(bound: float = BOUND) -> st.SearchStrategy[float]:
 
 def _seeded(shape: tuple[int, ...], bound: float, seed: int) -> torch.Tensor:
     generator = torch.Generator().manual_seed(seed)
-    return (torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1) * bound
+    tensor = (torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1) * bound
+    tensor._specformer_recipe = (tuple(shape), bound, seed)  # a counterexample shows it as this expression
+    return tensor
 
 
 def tensors(shape: tuple[int, ...], bound: float = BOUND) -> st.SearchStrategy[torch.Tensor]:

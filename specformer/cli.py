@@ -16,7 +16,7 @@
     implementation name or an unusable report path is a usage error.
 
 ``specformer site --report R [--report R2]... -o DIR``
-    builds the documentation site of the given reports (:mod:`specformer.site_command`).
+    builds the documentation site of the given reports (:mod:`specformer.site.command`).
 
 Exit codes of ``specformer run`` (:data:`EXIT_CODES`):
 
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import fnmatch
 import importlib.metadata
 import importlib.util
 import json
@@ -42,11 +43,14 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
-from specformer import deviations, selection
+from specformer import selection
 from specformer.adapters import BUILTIN, DEFAULT_IMPLEMENTATIONS
-from specformer.claims import ClaimError, check_consistency, load_claims
 from specformer.loading import file_target
-from specformer.property import load_properties
+from specformer.options import number_problem
+
+# Imported where used, so that ``--help`` and ``specformer claims`` answer without
+# importing torch or Hypothesis: specformer.deviations (imports the runner),
+# specformer.claims (YAML, JSON schema), specformer.property (its modules import torch).
 
 DEFAULT_REPORT = os.path.join("reports", "report.json")
 #: Exit codes of ``specformer run``.
@@ -57,20 +61,28 @@ PROFILE_NAMES = ("quick", "ci", "thorough")
 
 
 def _claims(args: argparse.Namespace) -> int:
+    from specformer.claims import check_consistency, load_claims
+
     claims = load_claims()
-    props = load_properties()
     if args.check:
+        from specformer.property import load_properties
+
+        props = load_properties()
         problems = check_consistency(claims, props.values())
         for problem in problems:
             print(problem, file=sys.stderr)
         print(f"{len(claims)} claims, {len(props)} properties: "
               f"{'consistent' if not problems else f'{len(problems)} problems'}")
         return 1 if problems else 0
-    selected = [c for c in claims.values() if not args.topic or c.topic == args.topic]
+    props = _catalogue_properties()
+    problem = _claims_selection_problem(args, claims, props)
+    if problem:
+        return _usage(problem)
+    selected = [c for c in claims.values() if selection.topic_selects(c.id, c.family, _topics(args))]
     if args.json:
         out = []
         for claim in selected:
-            checks = [{"property": p.qualname, "expect": p.expect, "needs": list(p.needs)}
+            checks = [{"property": p.qualname, "expect": p.expect, "needs": list(p.needs), "about": p.about}
                       for p in props.values() if p.claim == claim.id]
             out.append({**claim.to_json(), "properties": checks})
         json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
@@ -82,6 +94,32 @@ def _claims(args: argparse.Namespace) -> int:
         print(f"{claim.id:{width}s}  {claim.verdict:15s}  {claim.kind:16s}  {n} prop  {claim.title}")
     print(f"\n{len(selected)} claims")
     return 0
+
+
+def _catalogue_properties() -> dict[str, Any]:
+    """The properties' metadata: read from their source when it can be (fast), else imported."""
+    from specformer.property_index import static_properties
+
+    props = static_properties()
+    if props is None:
+        from specformer.property import load_properties
+
+        props = load_properties()
+    return props
+
+
+def _claims_selection_problem(args: argparse.Namespace, claims: dict[str, Any], props: dict[str, Any]) -> str | None:
+    """``claims --topic T``: a topic that matches nothing is a usage error, as for ``run --topic T``."""
+    if not args.topic:
+        return None
+    problems = selection.selection_problems(
+        {c.id: c.family for c in claims.values()}, {q: (p.claim, p.name) for q, p in props.items()},
+        None, None, _topics(args), None, {})
+    return "\n".join(problems) or None
+
+
+def _topics(args: argparse.Namespace) -> list[str] | None:
+    return [args.topic] if isinstance(args.topic, str) else args.topic
 
 
 def version() -> str:
@@ -107,6 +145,52 @@ def _impl_problem(spec: str) -> str | None:
             "or name your own as module:attribute or path/file.py")
 
 
+def _spec_syntax_problem(spec: str) -> str | None:
+    """An ``--impl`` value that names nothing: empty, ``:``, ``module:`` with a bad attribute."""
+    if not spec.strip():
+        return "--impl needs a value: a built-in name, module:attribute or path/file.py[:attribute]"
+    target, sep, attribute = spec.rpartition(":")
+    if not sep or (len(target) == 1 and target.isalpha()):  # no attribute, or a Windows drive letter
+        return None
+    if not target.strip():
+        return (f"--impl {spec!r} names no module or file before ':' "
+                "(give module:attribute or path/file.py:attribute)")
+    if attribute and not attribute.isidentifier():
+        return f"--impl {spec!r}: {attribute!r} after ':' is not a Python attribute name"
+    if file_target(spec) is None and not all(part.isidentifier() for part in target.split(".")):
+        return f"--impl {spec!r}: {target!r} is neither a module name (dotted identifiers) nor a file path"
+    return None
+
+
+def _cap_jobs(args: argparse.Namespace, rows_file: Path | None) -> None:
+    """Lower ``--jobs`` to the number of rows the selection can have (one line says so)."""
+    if args.jobs <= 1:
+        return
+    from specformer import devices
+    from specformer.property import load_properties
+
+    if rows_file is not None:
+        bound = len(json.loads(rows_file.read_text(encoding="utf-8")))
+    else:
+        globs = selection.claim_globs(args.claims)
+        names = args.property or []
+        impls = len(dict.fromkeys(args.impl or DEFAULT_IMPLEMENTATIONS))
+        wanted = set(args.dtype or [])
+        bound = 0
+        for prop in load_properties().values():
+            if ((globs and not any(fnmatch.fnmatchcase(prop.claim, g) for g in globs))
+                    or (names and prop.qualname not in names and prop.name not in names)
+                    or not selection.topic_selects(prop.claim, prop.family, args.topic)):
+                continue
+            for device in devices.requested_devices(args.device):
+                dtypes = [d for d in devices.DEVICE_DTYPES[device]
+                          if (not prop.dtypes or d in prop.dtypes) and (not wanted or d in wanted)]
+                bound += min(len(dtypes), 1 if device == "cpu" else 0) if not prop.needs else impls * len(dtypes)
+    if args.jobs > max(bound, 1):
+        print(f"specformer: --jobs {args.jobs} capped at {max(bound, 1)}, the number of rows selected")
+        args.jobs = max(bound, 1)
+
+
 def _path_problem(option: str, value: str) -> str | None:
     """An output path that is a folder, or whose folder cannot be created or written."""
     path = Path(value)
@@ -124,16 +208,15 @@ def _path_problem(option: str, value: str) -> str | None:
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with the ``run`` options, checked without importing any implementation."""
+    from specformer import deviations
+
     for spec in args.impl or []:
-        problem = _impl_problem(spec)
+        problem = _spec_syntax_problem(spec) or _impl_problem(spec)
         if problem:
             return problem
-    for option, value, low in (("--jobs", args.jobs, 1), ("--threads", args.threads, 1),
-                               ("--memory-limit", args.memory_limit, 0), ("--seed", args.seed, 0)):
-        if value is not None and value < low:
-            return f"{option} must be at least {low}, got {value}"
-    if args.row_timeout <= 0:
-        return f"--row-timeout must be a positive number of seconds, got {args.row_timeout:g}"
+    problem = number_problem(args.row_timeout, args.memory_limit, args.threads, args.jobs, args.seed)
+    if problem:
+        return problem
     for option, value in (("--report", args.report), ("--junit", args.junit)):
         problem = value and _path_problem(option, value)
         if problem:
@@ -147,7 +230,9 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
 
 def _selection_problem(args: argparse.Namespace) -> str | None:
     """A selection that matches nothing, or CUDA asked for where there is none (imports torch)."""
-    from specformer import devices
+    from specformer import deviations, devices
+    from specformer.claims import load_claims
+    from specformer.property import load_properties
 
     if args.device == "cuda" and not devices.available("cuda"):
         return ("--device cuda: no CUDA device is available on this machine (torch.cuda.is_available() is "
@@ -202,7 +287,13 @@ def _usage(problem: str) -> int:
     return EXIT_CODES["usage"]
 
 
+def _math_rows(args: argparse.Namespace) -> bool:
+    """Whether the run includes rows that call no implementation (see ``--with-math``)."""
+    return bool(args.with_math or not getattr(args, "impl_given", args.impl) or args.failed)
+
+
 def _run(args: argparse.Namespace, extra: list[str]) -> int:
+    args.impl_given = bool(args.impl)
     problem = _usage_problem(args)
     if problem:
         return _usage(problem)
@@ -223,6 +314,7 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
 def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | None) -> int:
     from specformer import forkserver
 
+    forkserver.become_subreaper()  # what a worker leaves behind comes back here, to be ended
     # torch's import in the fork server overlaps pytest's start here; with several jobs this
     # process only loads implementations, and each job's process has a warmed server of its own
     forkserver.shared(warm=args.jobs == 1).launch()
@@ -231,6 +323,7 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
     if problem:
         forkserver.shutdown_shared()
         return _usage(problem)
+    _cap_jobs(args, rows_file)
 
     import pytest
 
@@ -243,7 +336,8 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
                    # this command imported specformer before pytest could rewrite its asserts;
                    # nothing is lost: every assertion of the properties carries its own message
                    "-W", "ignore::pytest.PytestAssertRewriteWarning",
-                   "-v" if args.verbose else "-q", "--no-header", "--tb=no",
+                   # one summary, specformer's: pytest's own sections and its count line are left out
+                   "-v" if args.verbose else "-qq", "--no-summary", "--no-header", "--tb=no",
                    "--device", args.device, "--profile", args.profile, "--report", str(report_path),
                    "--row-timeout", str(args.row_timeout), "--threads", str(args.threads),
                    "--memory-limit", str(args.memory_limit)]
@@ -261,16 +355,15 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
             pytest_args += [flag, value]
     if args.strict_deviations:
         pytest_args.append("--strict-deviations")
+    if _math_rows(args):
+        pytest_args.append("--with-math")
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a polite kill ends the run as interrupted
     status, report = 3, None
     try:
         status = int(pytest.main(pytest_args + extra))
     finally:
         signal.signal(signal.SIGTERM, previous)
-        try:
-            report = json.loads(report_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            report = None
+        report = _final_report(report_path)
         if args.junit:
             from specformer.junit import write_junit
 
@@ -278,9 +371,62 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
     return exit_code(report, status)
 
 
+def _final_report(report_path: Path) -> dict[str, Any] | None:
+    """End every process the run left, then write the run's final report again, last.
+
+    The report comes from the plugin's memory, never from the file, which a process left
+    behind by an implementation could have rewritten; the file is replaced atomically.
+    A run that wrote no final report gets ``None`` (the run is incomplete), and a file
+    that claims more is marked interrupted.
+    """
+    from specformer import forkserver
+    from specformer.report import write_report
+
+    forkserver.shutdown_shared()
+    forkserver.end_descendants()
+    plugin = sys.modules.get("specformer.plugin")
+    reports = getattr(plugin, "FINAL_REPORTS", {})
+    key = str(report_path.resolve())
+    if key not in reports:  # the run never started its report (a usage error): the file is not ours
+        return None
+    report = reports.pop(key)
+    if report is not None:
+        write_report(report, report_path)
+        return report
+    try:
+        on_disk = json.loads(report_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    summary = on_disk.get("summary") if isinstance(on_disk, dict) else None
+    if isinstance(summary, dict) and summary.get("state") != "running":
+        summary.update(state="interrupted", ok=False, complete=False)
+        write_report(on_disk, report_path)
+    return None
+
+
+def _plain(text: str) -> str:
+    """reStructuredText markup (````code````, ``:data:`X```) as plain text for the terminal."""
+    import re
+
+    text = re.sub(r":\w+:`~?([^`]+)`", r"\1", text)
+    return text.replace("``", "")
+
+
+def _help_epilog() -> str:
+    """The end of ``specformer --help``: a first run and the exit codes, in plain text."""
+    codes = ", ".join(f"{code} {meaning}" for meaning, code in EXIT_CODES.items())
+    return ("examples:\n"
+            "  specformer claims --topic masking        the claims of one topic\n"
+            "  specformer new attention -o mine.py      a skeleton adapter to fill in\n"
+            "  specformer run --impl mine.py            check it (only its rows)\n"
+            "  specformer replay REPORT ROW             a failing row's inputs, to debug in Python\n"
+            f"\nexit codes of run: {codes}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser."""
-    parser = argparse.ArgumentParser(prog="specformer", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="specformer", description=_plain(__doc__.split("\n\n")[0]),
+                                     epilog=_help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"specformer {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -318,12 +464,21 @@ def build_parser() -> argparse.ArgumentParser:
                      help="rows run in N processes at once (pytest-xdist; default: 1)")
     run.add_argument("--memory-limit", type=int, default=4096, metavar="MIB",
                      help="memory limit of each implementation's worker, in MiB; 0 for none (default: 4096)")
+    run.add_argument("--with-math", action="store_true",
+                     help="with --impl: also run the rows that call no implementation (they run once, in the "
+                          "suite's own run without --impl)")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per row")
 
-    from specformer.site_command import add_parser
+    from specformer.site.command import add_parser
 
     add_parser(sub)
     return parser
+
+
+def _claim_error() -> type[Exception]:
+    from specformer.claims import ClaimError
+
+    return ClaimError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -338,11 +493,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "claims":
             return _claims(args)
         if args.command == "site":
-            from specformer.site_command import run_site
+            from specformer.site.command import run_site
 
             return run_site(args)
         return _run(args, extra)
-    except ClaimError as exc:
+    except _claim_error() as exc:
         print(f"specformer: invalid specification: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into head and the like

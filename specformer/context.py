@@ -3,245 +3,39 @@
 Properties draw float64 inputs on the CPU and call the implementation through the
 context. The context casts the inputs to the dtype under test and sends *copies* to the
 implementation's worker (:mod:`specformer.supervisor`), which moves them to the device;
-what comes back is plain data (:mod:`specformer.wire`), checked here (type, shape,
-dtype, device) and returned as float64 on the CPU for comparison with the mathematics.
-Nothing the implementation does can reach the property's own tensors or the expected
-values, which are computed in this process.
+what comes back is plain data (:mod:`specformer.wire`), checked (type, shape, dtype,
+device) and returned as float64 on the CPU for comparison with the mathematics. Nothing
+the implementation does can reach the property's own tensors or the expected values,
+which are computed in this process.
 
 A misbehaving implementation raises :class:`ImplementationError` (it raised, returned
 something malformed, or modified an input in place) or
 :class:`~specformer.supervisor.WorkerLost` (its worker crashed, exited or hung); an
 adapter's :class:`~specformer.protocol.NotApplicable` marks the example as outside its
-domain.
+domain (an error inside a declared domain).
 
-The operations of each family are checked wrappers in :mod:`specformer.checked`; the
-:class:`Context` class mixes them in. This module does not decide outcomes;
-:mod:`specformer.runner` does.
+The shared machinery is :mod:`specformer.checked.base`; each family's checked calls live
+in a module of :mod:`specformer.checked` and register themselves with
+:func:`specformer.checked.register`. This module imports the package's modules (whatever
+families there are) and mixes the registered calls into :class:`Context`; it names no
+family. It does not decide outcomes; :mod:`specformer.runner` does.
 """
 
 from __future__ import annotations
 
-import time
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Protocol
+import importlib
+import pkgutil
 
-import torch
-from hypothesis import reject
+import specformer.checked as checked
+from specformer.checked.base import (LOW_PRECISION, LOW_PRECISION_FACTOR, Backend, ContextBase,
+                                     ImplementationError, LocalBackend, WorkerBackend, assert_close)
 
-from specformer.checked.attention import AttentionCalls
-from specformer.checked.blocks import BlockCalls
-from specformer.checked.embeddings import EmbeddingCalls
-from specformer.checked.positions import PositionCalls
-from specformer.checked.tokenization import TokenizationCalls
-from specformer.properties.tolerances import DTYPES, Tolerance, tolerance
-from specformer.protocol import NotApplicable
-from specformer.supervisor import WorkerLost, WorkerPool
-from specformer.wire import WireTensor, describe
-from specformer.worker import run_locally
+__all__ = ["Backend", "Context", "ContextBase", "ImplementationError", "LOW_PRECISION", "LOW_PRECISION_FACTOR",
+           "LocalBackend", "WorkerBackend", "assert_close"]
+
+for _module in pkgutil.iter_modules(checked.__path__):
+    importlib.import_module(f"{checked.__name__}.{_module.name}")
 
 
-class ImplementationError(Exception):
-    """The implementation under test raised, or returned something malformed."""
-
-
-class Backend(Protocol):
-    """Where an implementation's calls go: a worker process, or (tests only) this process."""
-
-    def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
-        """Run one call request; the worker's decoded answer."""
-        ...
-
-
-class WorkerBackend:
-    """Calls go to the pool's worker for ``spec`` (started or restarted as needed)."""
-
-    def __init__(self, pool: WorkerPool, spec: str) -> None:
-        self.pool, self.spec = pool, spec
-
-    def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
-        worker = self.pool.worker(self.spec, deadline)
-        if worker.load_answer.get("status") != "loaded":
-            raise WorkerLost(f"the implementation could not be loaded: {worker.load_answer.get('message', '')}")
-        return worker.request(request, what, deadline)
-
-
-class LocalBackend:
-    """Calls run in this process, through the same copies and codec as a worker.
-
-    For the harness's own tests (mutants): fast, but without the worker's protection
-    against crashes, hangs or patched globals. The suite never uses it.
-    """
-
-    def __init__(self, impl: Any) -> None:
-        self.impl = impl
-
-    def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
-        return run_locally(self.impl, request)
-
-
-def _text(value: Any, limit: int = 2000) -> str:
-    return (value if isinstance(value, str) else repr(value))[:limit]
-
-
-class ContextBase:
-    """What a property needs to know: the implementation, device, dtype and tolerance."""
-
-    def __init__(self, backend: Backend, impl_name: str, device: str, dtype: str,
-                 deadline: float | None = None) -> None:
-        self.backend = backend
-        self.impl_name = impl_name
-        self.device = torch.device(device)
-        self.dtype_name = dtype
-        self.dtype: torch.dtype = DTYPES[dtype]
-        self.tol: Tolerance = tolerance(dtype)
-        self.deadline = deadline if deadline is not None else time.monotonic() + 3600.0
-        self.out_of_domain = 0
-        self.not_applicable: list[str] = []
-        self._flops: list[int] | None = None
-        #: The optional keywords (``call(optional=...)``) the last call's operation accepted.
-        self.last_applied: frozenset[str] = frozenset()
-
-    def __repr__(self) -> str:
-        return f"Context({self.impl_name}, {self.device.type}, {self.dtype_name})"
-
-    # -- moving data -------------------------------------------------------------------
-    def cast(self, x: torch.Tensor | None) -> torch.Tensor | None:
-        """A float64 CPU tensor in the dtype under test (bool stays bool); still on the CPU.
-
-        The worker moves it to the device; what crosses is always a copy.
-        """
-        if x is None or x.dtype == torch.bool:
-            return x
-        return x.to(dtype=self.dtype)
-
-    def _returned(self, op: str, value: Any, shape: tuple[int, ...], what: str) -> torch.Tensor:
-        """Check a returned tensor and bring it back as float64 on the CPU."""
-        if not isinstance(value, WireTensor):
-            raise ImplementationError(f"{op} returned {describe(value)} for {what}, expected a torch.Tensor")
-        if tuple(value.shape) != shape:
-            raise ImplementationError(f"{op} returned {what} of shape {tuple(value.shape)}, expected {shape}")
-        if value.dtype != self.dtype_name:
-            raise ImplementationError(f"{op} returned {what} of dtype torch.{value.dtype}, expected {self.dtype}")
-        if value.device.split(":")[0] != self.device.type:
-            raise ImplementationError(f"{op} returned {what} on {value.device}, expected {self.device.type}")
-        if value.data is None:
-            raise ImplementationError(f"{op} returned {what} whose values cannot be read: {value.problem}")
-        return value.data.to(dtype=torch.float64)
-
-    # -- calling -----------------------------------------------------------------------
-    @contextmanager
-    def counting_flops(self) -> Iterator[list[int]]:
-        """Count, in the worker, the FLOPs ``FlopCounterMode`` sees in the calls made inside.
-
-        Yields a one-element list holding the running total.
-        """
-        self._flops = [0]
-        try:
-            yield self._flops
-        finally:
-            self._flops = None
-
-    def call(self, op: str, *args: Any, names: tuple[str, ...] = (), optional: dict[str, Any] | None = None,
-             **kwargs: Any) -> Any:
-        """Call operation ``op`` of the implementation in its worker; its decoded result.
-
-        ``optional`` keywords are passed only if the operation accepts them.
-        """
-        request = {"op": "call", "method": op, "args": args, "kwargs": kwargs, "optional": optional or {},
-                   "names": names, "device": str(self.device), "count_flops": self._flops is not None}
-        answer = self.backend.call(request, f"calling {op}", self.deadline)
-        status = answer.get("status")
-        if status == "missing":
-            raise NotApplicable(f"{self.impl_name} does not provide {op}")
-        if status == "not-applicable":
-            self.out_of_domain += 1
-            self.not_applicable.append(_text(answer.get("message", "")))
-            reject()
-        if status == "raised":
-            where = f" (at {_text(answer['where'], 200)})" if answer.get("where") else ""
-            raise ImplementationError(f"{self.impl_name}.{op} raised {_text(answer.get('type'), 200)}: "
-                                      f"{_text(answer.get('message', ''))}{where}")
-        if status == "unencodable":
-            raise ImplementationError(f"{self.impl_name}.{op} returned a value that cannot be read: "
-                                      f"{_text(answer.get('message', ''))}")
-        if status != "ok":
-            raise ImplementationError(f"{self.impl_name}.{op}: unexpected answer {_text(status, 100)}")
-        mutated = answer.get("mutated") or []
-        if mutated:
-            raise ImplementationError(f"{self.impl_name}.{op} modified its input "
-                                      f"{', '.join(_text(m, 100) for m in mutated)} in place")
-        if self._flops is not None:
-            flops = answer.get("flops")
-            if type(flops) is not int or flops < 0:
-                raise ImplementationError(f"{self.impl_name}.{op}: no FLOP count came back")
-            self._flops[0] += flops
-        applied = answer.get("applied")
-        self.last_applied = frozenset(a for a in applied if isinstance(a, str)) if isinstance(applied, list) else frozenset()
-        return answer.get("value")
-
-    # -- comparing ---------------------------------------------------------------------
-    def assert_close(self, actual: torch.Tensor, expected: torch.Tensor, what: str,
-                     scale: float = 1.0, same_dtype: Callable[[torch.dtype], torch.Tensor] | None = None) -> None:
-        """Assert ``actual`` matches the float64 ``expected`` within the dtype's tolerance.
-
-        ``scale`` widens the tolerance for quantities that accumulate more rounding.
-        ``same_dtype(dtype)`` computes the expected value from the same inputs in a given
-        dtype (the reference formula in low precision): in float16 and bfloat16 an entry
-        outside the tolerance still passes when it is no farther from ``expected`` than
-        :data:`LOW_PRECISION_FACTOR` times the same-dtype reference is (PyTorch's op-test
-        rule). It is evaluated only when the plain check fails. The message names the
-        largest error, where it is, and any NaN.
-        """
-        tol = Tolerance(self.tol.rtol * scale, self.tol.atol * scale)
-        if same_dtype is None or self.dtype not in LOW_PRECISION:
-            assert_close(actual, expected, what, tol)
-            return
-        try:
-            assert_close(actual, expected, what, tol)
-        except AssertionError:
-            reference = same_dtype(self.dtype).to(torch.float64)
-            assert_close(actual, expected, what, tol, reference_error=(reference - expected).abs())
-
-
-class Context(AttentionCalls, PositionCalls, BlockCalls, TokenizationCalls, EmbeddingCalls, ContextBase):
-    """The context of a property: the shared machinery plus each family's checked calls.
-
-    A new family registers by adding its ``checked`` mixin to the bases.
-    """
-
-
-#: Dtypes in which a result may also be judged against the reference computed in that dtype.
-LOW_PRECISION = frozenset({torch.float16, torch.bfloat16})
-#: How much farther from float64 than the same-dtype reference a low-precision entry may be:
-#: the reference's own error, doubled to absorb a different order of rounding.
-LOW_PRECISION_FACTOR = 2.0
-
-
-def assert_close(actual: torch.Tensor, expected: torch.Tensor, what: str, tol: Tolerance,
-                 reference_error: torch.Tensor | None = None) -> None:
-    """Elementwise ``|a - e| <= atol + rtol |e|`` with a readable failure message.
-
-    With ``reference_error`` (``|r - e|`` for the reference ``r`` computed in the dtype under
-    test), an entry also passes when ``|a - e| <= LOW_PRECISION_FACTOR |r - e|``.
-    """
-    if actual.shape != expected.shape:
-        raise AssertionError(f"{what}: shape {tuple(actual.shape)} != expected {tuple(expected.shape)}")
-    nan = torch.isnan(actual) & ~torch.isnan(expected)
-    if nan.any():
-        idx = tuple(int(i) for i in nan.nonzero()[0])
-        raise AssertionError(f"{what}: NaN at index {idx} where {float(expected[idx]):.6g} was expected")
-    both_nan = torch.isnan(actual) & torch.isnan(expected)
-    err = (actual - expected).abs().masked_fill(both_nan, 0.0)
-    bound = tol.atol + tol.rtol * expected.abs().masked_fill(both_nan, 0.0)
-    if reference_error is not None:  # NaN where the reference overflowed: no extra allowance there
-        bound = torch.maximum(bound, (LOW_PRECISION_FACTOR * reference_error).nan_to_num(0.0, 0.0, 0.0))
-    bad = err > bound
-    if bad.any():
-        excess = (err - bound).masked_fill(~bad, float("-inf"))
-        idx = tuple(int(i) for i in torch.unravel_index(excess.argmax(), excess.shape))
-        raise AssertionError(
-            f"{what}: {int(bad.sum())} of {bad.numel()} entries out of tolerance "
-            f"(rtol={tol.rtol:g}, atol={tol.atol:g}"
-            + (f", or {LOW_PRECISION_FACTOR:g}x the same-dtype reference's error" if reference_error is not None else "")
-            + f"); worst at {idx}: got {float(actual[idx]):.9g}, expected {float(expected[idx]):.9g}"
-        )
+class Context(*checked.CALLS, ContextBase):  # type: ignore[misc]
+    """The context of a property: the shared machinery plus each family's registered checked calls."""

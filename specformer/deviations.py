@@ -5,7 +5,7 @@ A deviations file is TOML with one ``[[deviation]]`` table per entry::
     [[deviation]]
     claim = "multihead.cost-equal"        # a claim id glob, or:
     # property = "multihead.cost_*"       # a property qualname glob (topic.function)
-    implementation = "torch-mha"          # name or --impl spec glob (default: any)
+    implementation = "torch-mha"          # name or --impl spec (mandatory; a list for several)
     device = "cuda"                       # glob (default: any)
     dtype = ["float16", "bfloat16"]       # a glob or a list of globs (default: any)
     reason = "why it deviates"            # mandatory
@@ -18,6 +18,14 @@ must becomes ``fixed``: the entry can go; unless the entry is ``intermittent`` (
 deviation shows on some examples only, e.g. a library's float32 arithmetic against float64
 tolerances), then a conforming row keeps its outcome. Rows that did not run (``skipped``,
 ``not-applicable``) are left as they are.
+
+An entry names what it covers explicitly, so that it cannot hide failures nobody
+listed: ``implementation`` is mandatory, and a glob there that matches more than one
+implementation of the run, or matches ``math`` (the rows that call no implementation),
+is refused (:func:`implementation_problem`); a claim or property glob names its topic
+without wildcards (``"attention.*"`` is accepted, ``"*"`` and ``"*.causal"`` are not).
+Rows of ``math`` are never relabelled. With ``--strict-deviations`` the summary lists
+the failures the entries hid (:func:`hidden_lines`).
 
 The shipped adapters' own file, :data:`BUILTIN_FILE`, applies to the built-in
 implementations only (:data:`specformer.adapters.BUILTIN`). This module reads files
@@ -37,7 +45,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from specformer.runner import CONFORMING_OUTCOMES, RowResult
+import re
+
+from specformer.runner import CONFORMING_OUTCOMES, MATH, RowResult
+
+_WILDCARD = re.compile(r"[*?\[\]]")
 
 #: The deviations of the shipped adapters, applied to built-in implementations only.
 BUILTIN_FILE = Path(__file__).resolve().parent / "adapters" / "deviations.toml"
@@ -107,10 +119,23 @@ def parse(text: str, source: str) -> list[Deviation]:
             raise DeviationError(f"{where}: 'reason' is mandatory and must be a non-empty string")
         if "claim" not in entry and "property" not in entry:
             raise DeviationError(f"{where}: needs a 'claim' or a 'property' glob")
+        if "implementation" not in entry:
+            raise DeviationError(f"{where}: needs 'implementation': the name of the implementation it lists "
+                                 "(a list for several), so that it hides no one else's failures")
         intermittent = entry.get("intermittent", False)
         if not isinstance(intermittent, bool):
             raise DeviationError(f"{where}: 'intermittent' must be true or false, got {intermittent!r}")
         globs = {key: _globs(entry[key], where, key) for key in _MATCH_KEYS if key in entry}
+        for key in ("claim", "property"):
+            for glob in globs.get(key, ()):
+                topic, dot, _ = glob.partition(".")
+                if not dot or not topic or _WILDCARD.search(topic):
+                    raise DeviationError(f"{where}: {key} {glob!r} must name its topic without wildcards "
+                                         f"(e.g. 'attention.*' or 'attention.scaled-dot-product')")
+        for glob in globs.get("implementation", ()):
+            if fnmatch.fnmatchcase(MATH, glob):
+                raise DeviationError(f"{where}: implementation {glob!r} matches {MATH!r}, the rows that call no "
+                                     "implementation; a deviation lists an implementation's rows only")
         out.append(Deviation(reason=" ".join(reason.split()), source=f"{source}#{number}", intermittent=intermittent,
                              **globs))
     return out
@@ -147,7 +172,7 @@ def entries_for(spec: str, user: list[Deviation], shipped: list[Deviation] | Non
 def apply(row: RowResult, entries: Iterable[Deviation], impl_spec: str | None = None,
           strict: bool = False) -> RowResult:
     """Relabel ``row`` by the first entry that lists it (module doc); ``strict`` makes ``fixed`` fail."""
-    if row.outcome in ("skipped", "not-applicable"):
+    if row.outcome in ("skipped", "not-applicable") or row.implementation == MATH:
         return row
     entry = next((e for e in entries if e.matches(row, impl_spec)), None)
     if entry is None or (entry.intermittent and row.outcome in CONFORMING_OUTCOMES):
@@ -166,3 +191,33 @@ def unmatched_warnings(entries: Iterable[Deviation], claims: Iterable[str], prop
     return [f"{entry.source}: {key} {list(globs)} matches no known {key}"
             for entry in entries for key, names in known.items()
             if (globs := getattr(entry, key)) and not _any(globs, names)]
+
+
+def implementation_problem(entries: Iterable[Deviation], implementations: list[dict[str, Any]]) -> str | None:
+    """An entry whose implementation glob matches more than one implementation of the run (a usage error)."""
+    for entry in entries:
+        for glob in entry.implementation:
+            if not _WILDCARD.search(glob):
+                continue
+            matched = sorted({str(i["name"]) for i in implementations
+                              if fnmatch.fnmatchcase(str(i["name"]), glob) or fnmatch.fnmatchcase(str(i["spec"]), glob)})
+            if len(matched) > 1:
+                return (f"{entry.source}: implementation {glob!r} matches {len(matched)} implementations of this run "
+                        f"({', '.join(matched)}); name each one (implementation = [...]) so that the entry hides "
+                        "only the failures it was written for")
+    return None
+
+
+def hidden_lines(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """For ``--strict-deviations``: one line per failure a deviation entry hid (a ``known-deviation`` row)."""
+    hidden = [r for r in rows if r.get("outcome") == "known-deviation"]
+    if not hidden:
+        return []
+    lines = [f"{len(hidden)} failure(s) hidden by known deviations (--strict-deviations shows them):"]
+    for r in hidden:
+        message = " ".join(str(r.get("message") or "").split())
+        lines.append(f"  {str(r.get('original_outcome') or 'fail').upper()}  {r.get('claim')}  "
+                     f"[{r.get('implementation')}-{r.get('device')}-{r.get('dtype')}]  {r.get('property')}: "
+                     f"{message[:300]}")
+        lines.append(f"      listed because: {r.get('deviation_reason')}")
+    return lines

@@ -13,7 +13,18 @@ before anything else):
   of the request channel and the write end of its output pipe); the server forks and
   answers the child's process id;
 * ``reap``: the checker, after the child died or was killed, asks for its exit status
-  (negative: the signal that ended it, as ``subprocess`` reports it).
+  (negative: the signal that ended it, as ``subprocess`` reports it);
+* ``server``: the checker sends one end of a new socket pair; the server forks a copy of
+  itself that serves ``start`` and ``reap`` on it (an *implementation's* fork server,
+  :meth:`ForkServer.for_implementation`) and answers its process id.
+
+One fork server per implementation: the checker's root server (started with ``python
+-c``) forks nothing but implementation servers, and each implementation's workers are
+forked by its own server. A worker's parent is then its own implementation's server: an
+implementation that kills or stops its parent (``os.kill(os.getppid(), ...)``) loses its
+own workers only; the checker notices (a closed socket, or no answer within
+:data:`SERVER_ANSWER_S`), kills that server and asks the root for another. Every process
+here dies with its parent (``PR_SET_PDEATHSIG``).
 
 This module does not know what a worker does; :mod:`specformer.worker` does.
 """
@@ -117,18 +128,38 @@ def warm_up(flops: bool = True) -> None:
 
 
 def serve(fd: int, warm: bool = True) -> None:
-    """The fork server's loop (run as ``python -c``); exits when the checker goes away."""
+    """The root fork server's loop (run as ``python -c``); exits when the checker goes away."""
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # implementation servers are reaped by the kernel
     sock = socket.socket(fileno=fd)
     warm_up(flops=warm)
     _send(sock, "ready")
+    _loop(sock, root=True)
+
+
+def _loop(sock: socket.socket, root: bool) -> None:
+    """Answer ``start``, ``reap`` and (the root only) ``server`` requests until the socket closes."""
     while True:
         try:
             request, fds = _recv(sock, with_fds=2)
         except (EOFError, OSError):
             os._exit(0)
-        if request["op"] == "start":
+        if request["op"] == "server" and root:
+            pid = os.fork()
+            if pid == 0:  # an implementation's fork server
+                sock.close()
+                os.setsid()  # a group of its own: a worker's killpg of its parent's group reaches no other server
+                die_with_parent()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # its workers are reaped by `reap`
+                child = socket.socket(fileno=fds[0])
+                _send(child, "ready")
+                _loop(child, root=False)
+                os._exit(0)
+            for f in fds:
+                os.close(f)
+            _send(sock, pid)
+        elif request["op"] == "start" and not root:
             pid = os.fork()
             if pid == 0:  # the worker
                 sock.close()
@@ -144,7 +175,7 @@ def serve(fd: int, warm: bool = True) -> None:
             for f in fds:
                 os.close(f)
             _send(sock, pid)
-        elif request["op"] == "reap":
+        elif request["op"] == "reap" and not root:
             for f in fds:
                 os.close(f)
             try:
@@ -152,25 +183,132 @@ def serve(fd: int, warm: bool = True) -> None:
                 _send(sock, os.waitstatus_to_exitcode(status))
             except ChildProcessError:
                 _send(sock, None)
+        else:
+            for f in fds:
+                os.close(f)
+            _send(sock, None)
+
+
+# -- the checker's descendants ---------------------------------------------------------------
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``).
+
+    A process a worker started and left behind (a double fork, ``setsid``) is then
+    re-parented here instead of to ``init``, so :func:`end_descendants` finds it. Returns
+    whether it took effect (elsewhere: ``False``, and leftovers are found only while their
+    parents live).
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _processes() -> dict[int, tuple[int, str]]:
+    """Every visible process: pid -> (parent pid, state letter), from ``/proc``."""
+    out: dict[int, tuple[int, str]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return out
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                out[int(entry)] = (int(fields[1]), fields[0])
+            except (OSError, IndexError, ValueError):
+                continue
+    return out
+
+
+def descendants(root: int | None = None) -> list[int]:
+    """The live (not zombie) processes descended from ``root`` (default: this process)."""
+    table = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    found, frontier = [], [os.getpid() if root is None else root]
+    while frontier:
+        for child in children.get(frontier.pop(), []):
+            found.append(child)
+            frontier.append(child)
+    return [pid for pid in found if table.get(pid, (0, "Z"))[1] not in ("Z", "X")]
+
+
+def end_descendants(timeout_s: float = 10.0) -> list[int]:
+    """SIGKILL every process descended from this one and reap those that come back here.
+
+    Run by the checker at the end of a run, after its workers were stopped and before the
+    final report is written: nothing an implementation started outlives the run. Returns
+    the processes it had to kill.
+    """
+    import time
+
+    killed: list[int] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        alive = descendants()
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+        while True:  # reap what died here (children, and orphans re-parented to a subreaper)
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+        if not alive:
+            break
+        time.sleep(0.05)
+    return sorted(set(killed))
 
 
 # -- the checker's handle ------------------------------------------------------------------
 
 
-class ForkServer:
-    """The checker's connection to its fork server, started on first use (or :meth:`launch`).
+#: Seconds an implementation's fork server has to answer a request (a fork, a reap: milliseconds
+#: when it runs); one that does not (stopped by its own worker, say) is killed and replaced.
+SERVER_ANSWER_S = 15.0
 
-    ``warm=False`` skips the ``FlopCounterMode`` warm-up, for a checker that only loads
-    implementations to learn their operations.
+
+class ForkServer:
+    """The checker's connection to a fork server, started on first use (or :meth:`launch`).
+
+    The root server (``parent=None``) is a ``python -c`` process that imports torch;
+    ``warm=False`` skips its ``FlopCounterMode`` warm-up, for a checker that only loads
+    implementations to learn their operations. An implementation's server (``parent``
+    given, see :meth:`for_implementation`) is forked by the root on request.
     """
 
-    def __init__(self, startup_timeout: float = 120.0, warm: bool = True) -> None:
+    def __init__(self, startup_timeout: float = 120.0, warm: bool = True, parent: "ForkServer | None" = None) -> None:
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._launched: socket.socket | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._startup_timeout = startup_timeout
         self._warm = warm
+        self._parent = parent
+        self._pid: int | None = None  # an implementation server's process id
+        self._children: dict[str, ForkServer] = {}
+        self.restarts = 0
+
+    def for_implementation(self, spec: str) -> "ForkServer":
+        """The fork server of the implementation named ``spec`` (forked from this root on first use)."""
+        with self._lock:
+            child = self._children.get(spec)
+            if child is None:
+                child = self._children[spec] = ForkServer(self._startup_timeout, self._warm, parent=self)
+            return child
 
     def launch(self) -> None:
         """Start the server's process now without waiting for it: its seconds of imports then
@@ -181,6 +319,12 @@ class ForkServer:
 
     def _spawn(self) -> socket.socket:
         mine, theirs = socket.socketpair()
+        if self._parent is not None:
+            try:
+                self._pid = int(self._parent._ask({"op": "server"}, [theirs.fileno()]))
+            finally:
+                theirs.close()
+            return mine
         package_root = str(Path(__file__).resolve().parent.parent)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
@@ -194,14 +338,16 @@ class ForkServer:
 
     def _start(self) -> socket.socket:
         mine, self._launched = self._launched or self._spawn(), None
-        mine.settimeout(self._startup_timeout)
+        mine.settimeout(self._startup_timeout if self._parent is None else SERVER_ANSWER_S)
         try:
             ready, _ = _recv(mine)
         except (EOFError, OSError) as exc:
+            mine.close()
+            self._kill_child()
             raise ForkServerError(f"the fork server did not start ({exc})") from None
         if ready != "ready":
             raise ForkServerError(f"the fork server said {ready!r}")
-        mine.settimeout(30)
+        mine.settimeout(30 if self._parent is None else SERVER_ANSWER_S)
         return mine
 
     def ensure_started(self) -> None:
@@ -219,14 +365,20 @@ class ForkServer:
                     _send(self._sock, message, fds or [])
                     answer, _ = _recv(self._sock)
                     return answer
-                except (EOFError, OSError) as exc:  # the server died: start another once
-                    self.close()
+                except (EOFError, OSError) as exc:  # the server died or stopped: start another once
+                    self._close()
+                    self.restarts += 1
                     if attempt == 2 or message["op"] == "reap":
                         raise ForkServerError(f"the fork server stopped answering ({exc})") from None
             raise AssertionError("unreachable")
 
     def start_worker(self, channel: int, output: int, settings: dict[str, Any]) -> int:
-        """Fork a worker that talks over ``channel`` and writes to ``output``; its pid."""
+        """Fork a worker that talks over ``channel`` and writes to ``output``; its pid.
+
+        On the root server this goes to the fork server of ``settings["spec"]``.
+        """
+        if self._parent is None:
+            return self.for_implementation(str(settings.get("spec", ""))).start_worker(channel, output, settings)
         return int(self._ask({"op": "start", "settings": settings}, [channel, output]))
 
     def reap(self, pid: int) -> int | None:
@@ -236,16 +388,39 @@ class ForkServer:
         except ForkServerError:
             return None
 
-    def close(self) -> None:
-        """Stop the server (its workers notice their closed channels and exit)."""
+    @property
+    def pid(self) -> int | None:
+        """The server's process id, once started."""
+        if self._process is not None:
+            return self._process.pid
+        return self._pid
+
+    def _kill_child(self) -> None:
+        if self._pid is not None:
+            try:
+                os.kill(self._pid, signal.SIGKILL)  # the root reaps it (SIGCHLD ignored there)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self._pid = None
+
+    def _close(self) -> None:
         for sock in (self._sock, self._launched):
             if sock is not None:
                 sock.close()
         self._sock = self._launched = None
+        self._kill_child()
         if self._process is not None:
             self._process.kill()
             self._process.wait()
             self._process = None
+
+    def close(self) -> None:
+        """Stop the server and, for the root, every implementation's server (their workers
+        notice their closed channels, or die with their server)."""
+        for child in list(self._children.values()):
+            child.close()
+        self._children.clear()
+        self._close()
 
 
 _SHARED: ForkServer | None = None

@@ -72,6 +72,28 @@ def _import_file(path: Path) -> Any:
     return module
 
 
+def _existing(obj: Any, wanted: str | None, what: str, known: Any = ()) -> str:
+    """``; it defines A, B (did you mean ...?)``: the public names that exist, for a load error."""
+    import difflib
+
+    try:
+        names = sorted(n for n in dir(obj) if not n.startswith("_") and
+                       (wanted is not None or callable(getattr(obj, n, None))))
+        if wanted is not None:  # a module: its own classes and objects, not what it imported
+            names = [n for n in names if getattr(getattr(obj, n, None), "__module__", None) in (obj.__name__, None)
+                     and not isinstance(getattr(obj, n, None), type(obj))]
+    except Exception:  # noqa: BLE001 - a hostile __dir__ or __getattr__
+        return ""
+    if not names:
+        return f"; {what} nothing public"
+    targets = [wanted] if wanted is not None else list(known)
+    close = sorted({c for t in targets for c in difflib.get_close_matches(t, names, n=1, cutoff=0.6)})
+    pairs = [f"{t!r} (not {n!r})" for t in targets for n in difflib.get_close_matches(t, names, n=1, cutoff=0.6)]
+    hint = f"; did you mean {', '.join(pairs)}?" if close else ""
+    shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+    return f"; {what} {shown}{hint}"
+
+
 def file_target(spec: str) -> Path | None:
     """The file an ``--impl`` argument names, or ``None`` when it names a module."""
     target, _ = _split(spec)
@@ -82,7 +104,8 @@ def file_target(spec: str) -> Path | None:
 
 def load_implementation(spec: str) -> LoadedImplementation:
     """Resolve ``spec`` to an implementation; raise :class:`ImplementationLoadError` with the reason."""
-    from specformer.protocol import OPERATIONS, provided_operations  # torch: only where code is loaded
+    from specformer.protocol import (OPERATIONS, CapabilityError, declared_capabilities,  # torch: only where code is loaded
+                                     provided_operations)
 
     target, attribute = _split(BUILTIN.get(spec, spec))
     if target.endswith(".py") or "/" in target or "\\" in target:
@@ -99,7 +122,7 @@ def load_implementation(spec: str) -> LoadedImplementation:
     except AttributeError:
         raise ImplementationLoadError(
             f"--impl {spec!r}: module {target!r} has no attribute {attribute!r} "
-            f"(name it as {target}:ATTRIBUTE)"
+            f"(name it as {target}:ATTRIBUTE){_existing(module, attribute, 'it defines')}"
         ) from None
     if isinstance(obj, type):
         try:
@@ -108,9 +131,16 @@ def load_implementation(spec: str) -> LoadedImplementation:
             raise ImplementationLoadError(
                 f"--impl {spec!r}: instantiating {obj.__name__} failed: {type(exc).__name__}: {exc}"
             ) from exc
+    try:
+        declared_capabilities(obj)
+    except Exception as exc:  # noqa: BLE001 - a declaration that is malformed or whose property raises
+        raise ImplementationLoadError(f"--impl {spec!r}: its capability declaration is malformed: "
+                                      f"{exc if isinstance(exc, CapabilityError) else f'{type(exc).__name__}: {exc}'}"
+                                      ) from exc
     if not provided_operations(obj):
         raise ImplementationLoadError(
             f"--impl {spec!r}: {type(obj).__name__} provides none of the operations {sorted(OPERATIONS)}"
+            + _existing(obj, None, "its methods are", OPERATIONS)
         )
     name = getattr(obj, "name", None) or spec
     return LoadedImplementation(str(name), spec, obj)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from contextlib import contextmanager
 import os
 import time
 from pathlib import Path
@@ -46,13 +47,15 @@ import specformer.properties
 from specformer import deviations, devices, forkserver
 from specformer.adapters import DEFAULT_IMPLEMENTATIONS
 from specformer.context import WorkerBackend
+from specformer.options import number_problem
 from specformer.profiles import PROFILES
 from specformer.property import REGISTRY, Property, load_properties, property_modules
-from specformer.protocol import FAMILIES
-from specformer.report import ReportWriter, implementation_entry
+from specformer.protocol import CONVENTIONS, FAMILIES, OPERATIONS, Capabilities, CapabilityError
+from specformer.report import ReportWriter, implementation_entry, naming_problem
 from specformer.runner import MATH, RowResult, run_property
 from specformer.selection import claim_globs, row_selected, topic_selects
-from specformer.summary import failure_block, summary_lines
+from specformer.shrinking import ShrinkBudget, budget_for
+from specformer.summary import failure_block, render_call, summary_lines
 from specformer.supervisor import DEFAULT_MEMORY_MIB, WorkerPool, WorkerSettings, shutdown
 
 PROPERTIES_DIR = Path(specformer.properties.__file__).parent.resolve()
@@ -75,6 +78,10 @@ class SuiteState:
         self._threads: int | None = None
         self._deviations: tuple[list[deviations.Deviation], list[deviations.Deviation]] | None = None
         self._selectors: list[dict[str, Any]] | None | bool = False
+        #: selected properties that call no implementation, left out of a user's run (see math_rows)
+        self.math_left_out: set[str] = set()
+        #: properties whose rows a selected family's implementations cannot run (for the summary)
+        self.selected_families: set[str] = set()
 
     @property
     def row_selectors(self) -> list[dict[str, Any]] | None:
@@ -175,17 +182,39 @@ class SuiteState:
             if self.is_xdist_worker:
                 self._impls = json.loads(self.config.workerinput.get(_IMPLS_KEY, "[]"))  # type: ignore[attr-defined]
             else:
-                self._impls = [self._load(spec) for spec in self.option("specformer_impl") or DEFAULT_IMPLEMENTATIONS]
+                specs = dict.fromkeys(self.option("specformer_impl") or DEFAULT_IMPLEMENTATIONS)  # each once
+                self._impls = [self._load(spec) for spec in specs]
+                self._check_names()
         return self._impls
+
+    def _check_names(self) -> None:
+        """Unique, unreserved names, and deviations that name one implementation each (usage errors)."""
+        problem = naming_problem(self._impls or [])
+        if problem is None:
+            user = self.option("specformer_deviations") or []
+            problem = deviations.implementation_problem(deviations.load_files(user), self._impls or [])
+        if problem:
+            self.close()
+            raise pytest.UsageError(problem)
 
     def _load(self, spec: str) -> dict[str, Any]:
         answer = self.pool.load(spec, self.option("specformer_row_timeout"))
         if answer.get("status") != "loaded":
             return implementation_entry(spec, spec, status="load-error", message=str(answer.get("message", "")))
         operations = [str(op) for op in answer.get("operations", [])]
+        try:  # the worker's word: checked again here
+            capabilities = answer.get("capabilities")
+            if capabilities is not None:
+                capabilities = Capabilities.from_plain(capabilities)
+                capabilities.validate(OPERATIONS, CONVENTIONS)
+                capabilities = capabilities.to_plain()
+        except CapabilityError as exc:
+            return implementation_entry(spec, spec, status="load-error",
+                                        message=f"its capability declaration is malformed: {exc}")
         omitted = [name for name, family in FAMILIES.items()
                    if not {op.method for op in family.operations} & set(operations)]
-        return implementation_entry(str(answer.get("name") or spec), spec, operations, omitted_families=omitted)
+        return implementation_entry(str(answer.get("name") or spec), spec, operations, omitted_families=omitted,
+                                    capabilities=capabilities)
 
     def selected(self, prop: Property) -> bool:
         """Whether ``--claims``, ``--property``, ``--topic`` and ``--rows`` select ``prop``."""
@@ -197,9 +226,20 @@ class SuiteState:
                 and topic_selects(prop.claim, prop.family, self.option("specformer_topic"))
                 and (rows is None or any(r["property"] == prop.qualname for r in rows)))
 
+    @property
+    def math_rows(self) -> bool:
+        """Whether rows that call no implementation run: in the suite's own run (no ``--impl``) or with ``--with-math``.
+
+        A user's ``--impl mine.py`` runs only the rows that call ``mine.py``.
+        """
+        return bool(self.option("specformer_with_math") or not self.option("specformer_impl"))
+
     def rows_for(self, prop: Property) -> Iterator[tuple[dict[str, Any] | None, str, str]]:
         """The ``(implementation or None for math, device, dtype)`` rows of a selected property."""
         wanted_dtypes = self.option("specformer_dtype")
+        if not prop.needs and not self.math_rows:
+            self.math_left_out.add(prop.qualname)
+            return
         if prop.needs:
             family_ops = {op.method for op in FAMILIES[prop.family].operations} if prop.family in FAMILIES else set()
             impls: list[dict[str, Any] | None] = [
@@ -246,6 +286,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="a listed deviation that no longer deviates (fixed) fails the run")
     group.addoption("--rows", dest="specformer_rows", default=None, metavar="FILE",
                     help="JSON list of the exact rows to run (written by `specformer run --failed`)")
+    group.addoption("--with-math", dest="specformer_with_math", action="store_true",
+                    help="also run the properties that call no implementation (arithmetic on published numbers, "
+                         "the documents' own code, library facts); they run anyway when no --impl is given")
     group.addoption("--profile", dest="specformer_profile", default="ci", choices=sorted(PROFILES),
                     help="Hypothesis profile (default: ci)")
     group.addoption("--report", dest="specformer_report", default=None, metavar="PATH",
@@ -268,6 +311,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "specformer: a property of the specformer suite")
     if not state.active:
         return
+    problem = number_problem(config.getoption("specformer_row_timeout"), config.getoption("specformer_memory_limit"),
+                             config.getoption("specformer_threads"), seed=config.getoption("specformer_seed"))
+    if problem:
+        raise pytest.UsageError(problem)
     if state.is_xdist_worker:
         forkserver.shared().launch()  # its imports overlap this process's collection
     state.deviations_for("")  # a malformed deviations file is a usage error before anything runs
@@ -275,10 +322,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if path and not state.is_xdist_worker:
         impls = list(state.implementations)
         load_properties()
-        if any(not p.needs and state.selected(p) for p in REGISTRY.values()):
+        if state.math_rows and any(not p.needs and state.selected(p) for p in REGISTRY.values()):
             impls.append(implementation_entry(MATH, MATH))
         state.writer = ReportWriter(Path(path), impls, config.getoption("specformer_profile"))
         state.writer.start()
+        FINAL_REPORTS[str(state.writer.path.resolve())] = None  # started; the final report replaces it
     if state.is_xdist_controller:
         _ = state.implementations  # loaded here once, then handed to the workers
         state.close()
@@ -349,10 +397,80 @@ class PropertyFile(pytest.File):
         for prop in [p for p in REGISTRY.values() if p.module == topic and p.family == family]:
             if not state.selected(prop):
                 continue
+            state.selected_families.add(prop.family)
             for impl, device, dtype in state.rows_for(prop):
                 name = impl["name"] if impl else MATH
                 yield PropertyItem.from_parent(self, name=f"{prop.name}[{name}-{device}-{dtype}]",
                                                prop=prop, impl=impl, device=device, dtype=dtype)
+
+
+@contextmanager
+def bounded_shrinking(prop: Property, profile: str) -> Iterator[ShrinkBudget]:
+    """Run a row with its shrinking bounded (:mod:`specformer.shrinking`); the test is restored after."""
+    test = prop.function
+    inner = test.hypothesis.inner_test
+    budget = ShrinkBudget(budget_for(profile, prop.max_examples))
+    test.hypothesis.inner_test = budget.wrap(inner)
+    try:
+        yield budget
+    finally:
+        test.hypothesis.inner_test = inner
+
+
+def describe_failure(row: RowResult, prop: Property, budget: ShrinkBudget) -> None:
+    """Say so when the budget cut the shrinking; show the smallest failing example's arguments as Python."""
+    if budget.cut and "(not shrunk:" in row.message:
+        row.message = row.message.split(" (not shrunk:", 1)[0] + (
+            f" (shrinking stopped at the profile's budget of {budget.limit} examples)")
+    if budget.failing is not None and not row.as_expected and row.outcome in ("fail", "error"):
+        rendered = render_call(prop.name, budget.failing[1])
+        if rendered is not None:
+            row.counterexample = rendered
+
+
+class _OutputMark:
+    """What an implementation's worker printed (stdout and stderr) during one row, shown for failing rows.
+
+    The worker's output is drained into a tail by the supervisor; this notes how much had
+    arrived when the row started, and takes what came after.
+    """
+
+    #: Lines of a row's output shown at most (its end).
+    SHOWN = 20
+
+    def __init__(self, pool: WorkerPool, spec: str) -> None:
+        self.pool, self.spec = pool, spec
+        self.output = getattr(getattr(pool, "_workers", {}).get(spec), "_output", None)
+        self.start = getattr(self.output, "total", 0)
+
+    def position(self) -> int:
+        """How many bytes the worker has printed so far."""
+        return int(getattr(self.output, "total", 0))
+
+    def text(self, span: tuple[int, int] | None = None) -> str:
+        """The output between the byte positions ``span`` (default: since the row's start), as text."""
+        output = self.output
+        if output is None or not hasattr(output, "lock"):
+            return ""
+        time.sleep(0.02)  # the drain thread may lag the answer by a moment
+        with output.lock:
+            total, tail = output.total, output.tail
+        start, end = span if span is not None else (self.start, total)
+        first = len(tail) - (total - start)  # offsets into the kept tail
+        last = len(tail) - (total - end)
+        data = tail[max(first, 0):max(last, 0)]
+        return data.decode("utf-8", "replace").rstrip()
+
+    def append_to(self, message: str, span: tuple[int, int] | None = None) -> str:
+        """``message`` and what the implementation printed during the failing example (``span``), or the row."""
+        text = self.text(span)
+        if not text:
+            return message
+        lines = text.splitlines()
+        cut = [f"| ... ({len(lines) - self.SHOWN} lines before)"] if len(lines) > self.SHOWN else []
+        what = "the failing example" if span is not None else "this row"
+        return message + f"\nthe implementation printed (stdout and stderr) during {what}:\n" + \
+            "\n".join(cut + [f"| {line}" for line in lines[-self.SHOWN:]])
 
 
 class PropertyFailure(Exception):
@@ -386,12 +504,21 @@ class PropertyItem(pytest.Item):
         listed = any(entry.matches({"claim": self.prop.claim, "property": self.prop.qualname,
                                     "implementation": impl["name"] if impl else MATH, "device": self.device,
                                     "dtype": self.dtype}, spec) for entry in entries)
+        printed = _OutputMark(state.pool, spec) if impl else None
         try:
-            row = run_property(
-                self.prop, WorkerBackend(state.pool, impl["spec"]) if impl else None,
-                impl["name"] if impl else MATH, spec, self.device, self.dtype,
-                state.option("specformer_profile"), state.option("specformer_row_timeout"),
-                frozenset(impl["operations"]) if impl else None, seed=seed, shrink=not listed)
+            with bounded_shrinking(self.prop, state.option("specformer_profile")) as budget:
+                if printed is not None:
+                    budget.mark = printed.position
+                row = run_property(
+                    self.prop, WorkerBackend(state.pool, impl["spec"]) if impl else None,
+                    impl["name"] if impl else MATH, spec, self.device, self.dtype,
+                    state.option("specformer_profile"), state.option("specformer_row_timeout"),
+                    frozenset(impl["operations"]) if impl else None, seed=seed, shrink=not listed,
+                    capabilities=Capabilities.from_plain(impl["capabilities"]) if impl and impl.get("capabilities")
+                    else None)
+            describe_failure(row, self.prop, budget)
+            if printed is not None and not row.as_expected:
+                row.message = printed.append_to(row.message, budget.failing_mark)
             row = deviations.apply(row, entries, spec,
                                    strict=state.option("specformer_strict_deviations"))
         except KeyboardInterrupt:
@@ -453,6 +580,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 _CONFIG_STATE: list[SuiteState] = []
+#: The final report of each report path this process wrote, as written: ``specformer run``
+#: writes it again, last, after every process the run started is gone.
+FINAL_REPORTS: dict[str, dict[str, Any] | None] = {}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -471,7 +601,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state.restore_threads()
     state.close()
     if state.writer is not None:
-        state.writer.finish(complete(state, exitstatus))
+        FINAL_REPORTS[str(state.writer.path.resolve())] = state.writer.finish(complete(state, exitstatus))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -487,8 +617,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tr = terminalreporter
     tr.section("specformer summary")
     impls = state.implementations if state._impls is not None else []
-    for line, markup in summary_lines(state.rows, impls, complete(state, exitstatus), state.expected_rows):
+    families = {str(r.get("family")) for r in state.rows if r.get("family")} | state.selected_families
+    for line, markup in summary_lines(state.rows, impls, complete(state, exitstatus), state.expected_rows,
+                                      families=families or None, math_left_out=len(state.math_left_out)):
         tr.write_line(line, **markup)
+    if state.option("specformer_strict_deviations"):  # the failures the entries hid, shown
+        for line in deviations.hidden_lines(state.rows):
+            tr.write_line(line, yellow=True)
+    tr.write_line(f"time: {time.perf_counter() - state.start:.1f} s")
     path = state.option("specformer_report")
     if path:
         tr.write_line(f"report: {path}")

@@ -61,3 +61,9 @@ def min_checked(name: str, max_examples: int | None = None) -> int:
     """The minimum of checked examples for a row of profile ``name`` (capped by ``max_examples``)."""
     floor = MIN_CHECKED.get(name, MIN_CHECKED["ci"])
     return min(floor, max_examples) if max_examples is not None else floor
+
+
+#: Profile name -> how many examples a failing row may try after its first failure, as a
+#: multiple of the row's example count (see :mod:`specformer.shrinking`): a failing row then
+#: costs at most about twice a passing one.
+SHRINK_BUDGET: dict[str, float] = {"quick": 1.0, "ci": 1.0, "thorough": 0.5}

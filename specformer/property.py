@@ -10,8 +10,11 @@ rest. ``expect`` says what the property is for:
   example that breaks it (a refutation). Finding none is a failure of the suite.
 
 ``needs`` names the protocol operations the property calls (see
-:data:`specformer.protocol.OPERATIONS`); an empty ``needs`` marks a property about the
-mathematics or a library itself, run once against the pseudo-implementation ``math``.
+:data:`specformer.protocol.OPERATIONS`); an empty ``needs`` marks a property run once
+against the pseudo-implementation ``math``. Such a property says with ``about`` which of
+the three kinds of claim it checks (:data:`ABOUT`): arithmetic on published numbers, a
+statement about the documents' own code, or a fact about a named library or shipped
+model. Every other claim about what an implementation computes calls the implementation.
 
 This module only records properties; :mod:`specformer.runner` runs them.
 """
@@ -26,6 +29,13 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 Expect = Literal["hold", "counterexample"]
+
+#: What a property that calls no implementation is about, and how the site says it.
+ABOUT: dict[str, str] = {
+    "published-numbers": "arithmetic on published numbers",
+    "documents-code": "a statement about the documents' own code",
+    "library": "a fact about a named library or shipped model",
+}
 
 #: Every registered property, by qualified name (``topic.function``).
 REGISTRY: dict[str, "Property"] = {}
@@ -49,6 +59,8 @@ class Property:
     name: str
     doc: str = field(default="", compare=False)
     family: str = ""
+    #: For ``needs=()``: a key of :data:`ABOUT`; None for a property that calls an implementation.
+    about: str | None = None
 
     @property
     def qualname(self) -> str:
@@ -68,15 +80,22 @@ def claim_property(
     expect: Expect = "hold",
     dtypes: tuple[str, ...] | None = None,
     max_examples: int | None = None,
+    about: str | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a Hypothesis test as a property of ``claim``.
 
     ``dtypes`` restricts the dtypes the property runs in (default: all the device's);
     ``max_examples`` caps the profile's example count for costly properties
-    (statistical ones draw thousands of samples per example).
+    (statistical ones draw thousands of samples per example); ``about`` (a key of
+    :data:`ABOUT`) says what a property with ``needs=()`` checks, and is refused on a
+    property that calls an implementation.
     """
     if expect not in ("hold", "counterexample"):
         raise ValueError(f"expect must be 'hold' or 'counterexample', got {expect!r}")
+    if about is not None and about not in ABOUT:
+        raise ValueError(f"about must be one of {', '.join(ABOUT)}, got {about!r}")
+    if about is not None and tuple(needs):
+        raise ValueError(f"about={about!r} is for properties that call no implementation; this one needs {needs}")
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         if not hasattr(fn, "hypothesis"):
@@ -95,6 +114,7 @@ def claim_property(
             name=fn.__name__,
             doc=inspect.getdoc(fn) or "",
             family=family,
+            about=about,
         )
         if prop.qualname in REGISTRY and REGISTRY[prop.qualname].function is not fn:
             raise ValueError(f"property {prop.qualname} is defined twice")

@@ -16,6 +16,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from datetime import datetime, timezone
@@ -129,10 +130,45 @@ def environment(profile: str, command: str) -> dict[str, Any]:
 
 
 def implementation_entry(name: str, spec: str, operations: list[str] | None = None, status: str = "loaded",
-                         message: str = "", omitted_families: list[str] | None = None) -> dict[str, Any]:
-    """One entry of the report's ``implementations`` list."""
+                         message: str = "", omitted_families: list[str] | None = None,
+                         capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One entry of the report's ``implementations`` list.
+
+    ``capabilities`` is the implementation's declaration as plain data
+    (:meth:`specformer.protocol.Capabilities.to_plain`), or None when it declares none.
+    """
     return {"name": name, "spec": spec, "operations": sorted(operations or []), "status": status,
-            "message": message, "omitted_families": sorted(omitted_families or [])}
+            "message": message, "omitted_families": sorted(omitted_families or []), "capabilities": capabilities}
+
+
+def naming_problem(implementations: list[dict[str, Any]]) -> str | None:
+    """Why the loaded implementations cannot share one report, or ``None``.
+
+    Rows, deviations and the site tell implementations apart by name, so names must be
+    unique within a run, and the shipped names (:data:`specformer.adapters.BUILTIN`, and
+    ``math``, the rows that call no implementation) belong to the shipped
+    implementations: a user's object named ``reference`` would otherwise take the
+    reference's place, its deviations and its failures. Such a clash is a usage error;
+    the user renames the object (its ``name`` attribute).
+    """
+    from specformer.adapters import BUILTIN
+
+    reserved = {*BUILTIN, "math"}
+    seen: dict[str, str] = {}
+    for entry in implementations:
+        name, spec = str(entry["name"]), str(entry["spec"])
+        if not name.strip() or any(ch in name for ch in "[]") or not name.isprintable():
+            return (f"--impl {spec!r}: the implementation's name {name!r} cannot name rows (it must be printable, "
+                    "non-empty and without brackets); set its `name` attribute")
+        if name in reserved and spec != name:
+            return (f"--impl {spec!r}: the implementation is named {name!r}, a name reserved for the shipped "
+                    f"implementation {name!r} (`--impl {name}`); give your object another `name`, e.g. "
+                    f"name = \"my-{name}\"")
+        if name in seen:
+            return (f"--impl {seen[name]!r} and --impl {spec!r} are both named {name!r}; a report cannot tell "
+                    "their rows apart: give one of them another `name`")
+        seen[name] = spec
+    return None
 
 
 def _row_json(row: RowResult | dict[str, Any]) -> dict[str, Any]:
@@ -176,11 +212,13 @@ def write_report(report: dict[str, Any], path: Path) -> None:
     reads back as the same string.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # a fresh name created exclusively: nothing prepared at a predictable name (a link) is written through
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(name)
     try:
-        tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8",
-                       errors="backslashreplace")
-        tmp.replace(path)
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
+            f.write(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
@@ -200,12 +238,15 @@ class ReportWriter:
         self.every_s = every_s
         self._start = time.perf_counter()
         self._last = 0.0
+        #: The final report (:meth:`finish`), as written.
+        self.final: dict[str, Any] | None = None
 
-    def _write(self, state: str) -> None:
+    def _write(self, state: str) -> dict[str, Any]:
         report = build_report(self.rows, self.implementations, self.profile, time.perf_counter() - self._start,
                               complete=state == "complete", command=self.command, state=state)
         write_report(report, self.path)
         self._last = time.perf_counter()
+        return report
 
     def start(self) -> None:
         """Replace any previous report by one that says this run is running."""
@@ -220,5 +261,6 @@ class ReportWriter:
     def finish(self, complete: bool) -> dict[str, Any]:
         """The final write: ``complete`` or ``interrupted``; returns the report."""
         state = "complete" if complete else "interrupted"
-        self._write(state)
-        return json.loads(self.path.read_text(encoding="utf-8"))
+        # the report as written, from memory: the file may be rewritten by anyone after this
+        self.final = json.loads(json.dumps(self._write(state)))
+        return self.final

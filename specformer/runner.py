@@ -56,7 +56,8 @@ from specformer import devices
 from specformer.context import Backend, Context, ImplementationError
 from specformer.profiles import min_checked, profile_settings
 from specformer.property import Property
-from specformer.protocol import NotApplicable
+from specformer.protocol import Capabilities, NotApplicable
+from specformer.protocol.capabilities import OutsideDeclaration
 
 #: Out-of-domain examples after which a row none of whose examples was checked is not
 #: applicable, without drawing the hundreds more Hypothesis would try: for a domain that
@@ -185,6 +186,7 @@ def run_property(
     operations: frozenset[str] | None = None,
     seed: int | None = None,
     shrink: bool = True,
+    capabilities: Capabilities | None = None,
 ) -> RowResult:
     """Run ``prop`` against the implementation behind ``backend``; never raises (but Ctrl-C).
 
@@ -193,6 +195,8 @@ def run_property(
     ``seed`` fixes the examples of a profile that is not derandomized (default: a fresh seed).
     ``shrink=False`` reports the first counterexample found, unshrunk (for rows listed as
     known deviations, whose failure is expected: shrinking them is most of their cost).
+    ``capabilities`` is what the implementation declared (None: nothing declared): a row
+    outside it is not applicable at once, and inside it a refused example is an error.
     """
     seed = row_seed(profile, seed)
     row = RowResult(prop.claim, prop.qualname, impl_name, device, dtype, prop.expect, "pass", family=prop.family,
@@ -205,10 +209,14 @@ def run_property(
     if missing:
         row.outcome, row.message = "not-applicable", f"{impl_name} does not provide: {', '.join(missing)}"
         return row
+    outside = capabilities.outside(prop.needs, device, dtype) if backend is not None and capabilities else None
+    if outside:
+        row.outcome, row.message = "not-applicable", f"{impl_name} {outside}"
+        return row
 
     start = time.perf_counter()
     deadline = time.monotonic() + (timeout_s or 24 * 3600.0)
-    ctx = Context(backend, impl_name, device, dtype, deadline) if backend is not None else \
+    ctx = Context(backend, impl_name, device, dtype, deadline, capabilities) if backend is not None else \
         Context(_NoBackend(), impl_name, device, dtype, deadline)
     test = prop.function
     inner = test.hypothesis.inner_test
@@ -261,7 +269,7 @@ def run_property(
             row.outcome, row.message = "not-applicable", ctx.not_applicable[-1]
         else:
             row.outcome, row.message = "error", f"no valid example could be generated: {exc}"
-    except (NotApplicable, OutOfDomain) as exc:
+    except (NotApplicable, OutOfDomain, OutsideDeclaration) as exc:
         row.outcome, row.message = "not-applicable", str(exc)
     except AssertionError as exc:
         row.outcome = "refuted" if prop.expect == "counterexample" else "fail"

@@ -25,7 +25,8 @@ from typing import Any, Iterable, Mapping, Sequence
 #: Lines of Hypothesis's report that address the author of the test, not its reader.
 _ADVICE = re.compile(r"^\s*(You can reproduce this (?:example|test case) by temporarily adding"
                      r"|You can add @seed|@reproduce_failure\(|@seed\(|Unreliable test timings)")
-_HEADER = re.compile(r"^(Falsifying example|Failing test case|Falsifying explicit example):\s*", re.MULTILINE)
+_HEADER = re.compile(r"^(Falsifying example|Failing test case|Falsifying explicit example|Failing explicit example):\s*",
+                     re.MULTILINE)
 _CONTEXT_LINE = re.compile(r"^\s*ctx=Context\([^\n]*\),\s*\n", re.MULTILINE)
 _SEEDED = re.compile(r"\b_seeded\(([^()]*)\)")
 
@@ -79,30 +80,244 @@ def readable_counterexample(text: str | None) -> str | None:
     return cleaned or None
 
 
+#: Tensors with at most this many entries are written out in full (pasteable); larger ones
+#: as their shape, dtype and first values.
+FULL_TENSOR = 32
+#: Entries shown of a tensor too large to write out.
+SHOWN_ENTRIES = 6
+
+
+def _number(x: float | int | bool, single: bool = False) -> str:
+    """A number as Python source that reads back exactly (in float32 when ``single``), as short as that allows."""
+    if isinstance(x, bool):
+        return repr(x)
+    if isinstance(x, float):
+        if x != x or x in (float("inf"), float("-inf")):
+            return f"float({str(x)!r})"
+        text = repr(x)
+        if single:  # the shortest text that rounds to the same float32
+            import struct
+
+            want = struct.pack("f", x)
+            for digits in range(1, 10):
+                short = f"{x:.{digits}g}"
+                if struct.pack("f", float(short)) == want:
+                    text = short
+                    break
+        return text if any(c in text for c in ".en") else text + "."
+    return str(x)
+
+
+def _nested(values: Any, single: bool = False) -> str:
+    if isinstance(values, list):
+        return "[" + ", ".join(_nested(v, single) for v in values) + "]"
+    return _number(values, single)
+
+
+def render_tensor(t: Any) -> str:
+    """A tensor as Python: ``torch.tensor([...], dtype=torch.float64)`` when small (pasteable), else
+    the seeded recipe it was drawn from, else ``<tensor shape (2, 8, 16) float64: -0.31, 0.72, ... >``."""
+    recipe = getattr(t, "_specformer_recipe", None)
+    dtype = str(t.dtype).replace("torch.", "")
+    shape = tuple(int(n) for n in t.shape)
+    if t.numel() <= FULL_TENSOR:
+        default = dtype in ("float32", "int64", "bool")
+        try:
+            body = _nested(t.detach().cpu().tolist(), single=dtype in ("float32", "float16", "bfloat16"))
+        except Exception:  # noqa: BLE001 - a storage that cannot be read
+            return f"<tensor shape {shape} {dtype}>"
+        if t.numel() == 0:
+            return f"torch.zeros({shape}, dtype=torch.{dtype})"
+        return f"torch.tensor({body}" + ("" if default else f", dtype=torch.{dtype}") + ")"
+    if recipe is not None:
+        r_shape, bound, seed = recipe
+        return (f"((torch.rand({tuple(r_shape)}, generator=torch.Generator().manual_seed({seed}), "
+                f"dtype=torch.float64) * 2 - 1) * {bound!r})")
+    try:
+        flat = t.detach().cpu().flatten()[:SHOWN_ENTRIES].tolist()
+        shown = ", ".join(_number(v) for v in flat)
+    except Exception:  # noqa: BLE001
+        shown = "?"
+    return f"<tensor shape {shape} {dtype}: {shown}, ...>"
+
+
+def render_value(value: Any, depth: int = 0) -> str | None:
+    """``value`` as Python source where possible (module doc); ``None`` for what cannot be shown so."""
+    import dataclasses
+
+    if depth > 8:
+        return None
+    if isinstance(value, (bool, int, float, type(None))):
+        return _number(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else repr(value)
+    if isinstance(value, (str, bytes)):
+        return repr(value)
+    if type(value).__module__.startswith("torch") and hasattr(value, "shape") and hasattr(value, "dtype"):
+        return render_tensor(value)
+    if type(value).__module__.startswith("numpy") and hasattr(value, "tolist"):
+        return repr(value.tolist())
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # NamedTuple
+        parts = [render_value(getattr(value, f), depth + 1) for f in value._fields]
+        if any(p is None for p in parts):
+            return None
+        return f"{type(value).__name__}(" + ", ".join(f"{f}={p}" for f, p in zip(value._fields, parts)) + ")"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = [f.name for f in dataclasses.fields(value)]
+        parts = [render_value(getattr(value, f), depth + 1) for f in fields]
+        if any(p is None for p in parts):
+            return None
+        return f"{type(value).__name__}(" + ", ".join(f"{f}={p}" for f, p in zip(fields, parts)) + ")"
+    if isinstance(value, (tuple, list, set, frozenset)):
+        parts = [render_value(v, depth + 1) for v in value]
+        if any(p is None for p in parts):
+            return None
+        if isinstance(value, tuple):
+            return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        if isinstance(value, list):
+            return "[" + ", ".join(parts) + "]"
+        return "{" + ", ".join(parts) + "}" if parts else "set()"
+    if isinstance(value, dict):
+        items = [(render_value(k, depth + 1), render_value(v, depth + 1)) for k, v in value.items()]
+        if any(k is None or v is None for k, v in items):
+            return None
+        return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+    return None
+
+
+def _fields_on_lines(value: Any) -> str | None:
+    import dataclasses
+
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        fields = list(value._fields)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = [f.name for f in dataclasses.fields(value)]
+    elif isinstance(value, tuple):
+        parts = [render_value(v) for v in value]
+        return "(\n" + "".join(f"        {p},\n" for p in parts) + "    )" if None not in parts else None
+    else:
+        return None
+    parts = [render_value(getattr(value, f)) for f in fields]
+    if None in parts:
+        return None
+    return f"{type(value).__name__}(\n" + "".join(f"        {f}={p},\n" for f, p in zip(fields, parts)) + "    )"
+
+
+def render_call(name: str, kwargs: Mapping[str, Any]) -> str | None:
+    """``name(a=..., b=...)`` with every argument as Python, or ``None`` when one cannot be written so."""
+    parts = []
+    for key, value in kwargs.items():
+        if type(value).__name__ == "Context":  # the implementation under test, shown beside the row
+            continue
+        text = render_value(value)
+        if text is None:
+            return None
+        if len(text) > 100:  # a case object: one field per line
+            text = _fields_on_lines(value) or text
+        parts.append(f"    {key}={text},")
+    return "\n".join([f"{name}(", *parts, ")"])
+
+
+def _tensor_summary(inner: str) -> str | None:
+    """``[[1., 2.], [3., 4.]], dtype=torch.float64`` -> ``shape (2, 2) float64: 1., 2., 3., ...``."""
+    body, _, rest = inner.partition("]")
+    depth = len(body) - len(body.lstrip("["))
+    numbers = re.findall(r"-?(?:\d+\.?\d*(?:e[-+]?\d+)?|inf|nan)", inner.split("dtype=")[0].split("device=")[0])
+    if not depth:
+        return None
+    dims, text = [], inner.split("dtype=")[0].split("device=")[0].strip().rstrip(",")
+    level = text
+    for _ in range(depth):  # the length of each level, counted at its first element
+        level = level.strip()[1:]
+        count, nest, i = 1, 0, 0
+        while i < len(level):
+            ch = level[i]
+            if ch == "[":
+                nest += 1
+            elif ch == "]":
+                if nest == 0:
+                    break
+                nest -= 1
+            elif ch == "," and nest == 0:
+                count += 1
+            i += 1
+        dims.append(count)
+        level = level[:i]
+    dtype = re.search(r"dtype=torch\.(\w+)", inner)
+    shown = ", ".join(numbers[:SHOWN_ENTRIES]) + (", ..." if len(numbers) > SHOWN_ENTRIES else "")
+    return f"<tensor shape {tuple(dims)} {dtype.group(1) if dtype else 'float32'}: {shown}>"
+
+
+def shorten_tensors(text: str, longer_than: int = 120) -> str:
+    """Every ``tensor(...)`` printout in ``text`` longer than ``longer_than`` characters as its shape,
+    dtype and first values (a message quoting a whole tensor reads as a wall of numbers)."""
+    out, pos = [], 0
+    while True:
+        start = text.find("tensor(", pos)
+        if start < 0 or (start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_.")):
+            if start < 0:
+                out.append(text[pos:])
+                return "".join(out)
+            out.append(text[pos:start + 7])
+            pos = start + 7
+            continue
+        end = _matching_paren(text, start + len("tensor"))
+        if end < 0:
+            out.append(text[pos:])
+            return "".join(out)
+        whole = text[start:end + 1]
+        short = _tensor_summary(text[start + 7:end]) if len(whole) > longer_than else None
+        out += [text[pos:start], short or whole]
+        pos = end + 1
+
+
 def row_label(row: Mapping[str, Any]) -> str:
     """``implementation/device/dtype`` of a report row."""
     return f"{row.get('implementation')}/{row.get('device')}/{row.get('dtype')}"
 
 
-def failure_block(row: Mapping[str, Any]) -> list[str]:
-    """The lines that show one row that did not end as expected (see the module doc)."""
+def failure_block(row: Mapping[str, Any], also: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+    """The lines that show one row that did not end as expected (see the module doc).
+
+    ``also``: rows with the same failure on other devices or dtypes, shown in the same block.
+    """
+    labels = ", ".join(f"{r.get('device')}/{r.get('dtype')}" for r in (row, *also))
     lines = [f"{str(row.get('outcome', '?')).upper()}  {row.get('claim')}",
              f"  property: {row.get('property')}",
+             f"  implementation: {row.get('implementation')} on {labels}" if also else
              f"  implementation: {row_label(row)}"]
     if row.get("original_outcome"):
         lines.append(f"  listed as a known deviation ({row.get('deviation_reason')}); it now ends "
                      f"{row.get('original_outcome')}")
-    message = str(row.get("message") or "").strip()
+    message = shorten_tensors(str(row.get("message") or "").strip())
     if message:
         lines += ["  message:", *(f"    {line}" for line in message.splitlines())]
     example = readable_counterexample(row.get("counterexample"))
     if example:
-        lines += ["  counterexample:", *(f"    {line}" for line in example.splitlines())]
+        lines += ["  counterexample:", *(f"    {line}" for line in shorten_tensors(example, 400).splitlines())]
+    output = str(row.get("output") or "").rstrip()
+    if output:
+        lines += ["  its output (stdout and stderr):", *(f"    | {line}" for line in output.splitlines()[-20:])]
     if row.get("seed") is not None:
         lines.append(f"  seed: {row['seed']}")
     if row.get("reproduce"):
         lines.append(f"  reproduce: {row['reproduce']}")
     return lines
+
+
+def _failure_key(row: Mapping[str, Any]) -> tuple[str, ...]:
+    """Rows with equal keys show one failure: same property, implementation, outcome and message
+    up to its numbers (the tolerances and the values differ between dtypes)."""
+    message = re.sub(r"-?\d+(?:\.\d*)?(?:e[-+]?\d+)?", "#", str(row.get("message") or ""))
+    return (str(row.get("claim")), str(row.get("property")), str(row.get("implementation")),
+            str(row.get("outcome")), message)
+
+
+def grouped_failures(rows: Iterable[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """The rows not as expected, the same failure on several devices or dtypes in one group."""
+    groups: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        if not row["as_expected"]:
+            groups.setdefault(_failure_key(row), []).append(row)
+    return list(groups.values())
 
 
 def fixed_lines(rows: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -115,9 +330,25 @@ def _counts(rows: Iterable[Mapping[str, Any]]) -> str:
     return ", ".join(f"{n} {o}" for o, n in sorted(Counter(str(r["outcome"]) for r in rows).items()))
 
 
+def _provides_line(impl: Mapping[str, Any], families: Iterable[str] | None) -> str | None:
+    """One line naming the selected families an implementation provides nothing of."""
+    omitted = [f for f in impl.get("omitted_families", []) if families is None or f in families]
+    if not omitted:
+        return None
+    if families is not None and set(omitted) >= set(families):
+        return f"  –   {impl['name']} provides no operation of the selected families ({', '.join(omitted)}): no rows"
+    return f"  –   {impl['name']} provides no operation of: {', '.join(omitted)} (no rows for them)"
+
+
 def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str, Any]], done: bool,
-                  expected_rows: int | None) -> list[tuple[str, dict[str, bool]]]:
-    """The summary of a run as ``(line, markup)`` pairs (markup: pytest's ``red``, ``green``, ``bold``...)."""
+                  expected_rows: int | None, families: Iterable[str] | None = None,
+                  math_left_out: int = 0) -> list[tuple[str, dict[str, bool]]]:
+    """The summary of a run as ``(line, markup)`` pairs (markup: pytest's ``red``, ``green``, ``bold``...).
+
+    ``families``: the families the selection touched (lines about the others are left out);
+    ``math_left_out``: selected properties that call no implementation and were not run.
+    """
+    families = None if families is None else sorted(families)
     out: list[tuple[str, dict[str, bool]]] = []
     by_claim: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
@@ -128,19 +359,28 @@ def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str
     for impl in impls:
         if impl["status"] != "loaded":
             out.append((f"FAIL  implementation {impl['spec']!r} could not be loaded: {impl['message']}", {"red": True}))
-        for family in impl["omitted_families"]:
-            out.append((f"  –   {impl['name']} provides no operation of the {family} family: no rows for it", {}))
+        line = _provides_line(impl, families) if impl["status"] == "loaded" else None
+        if line:
+            out.append((line, {}))
+    if math_left_out:
+        out.append((f"  –   {math_left_out} selected properties call no implementation and were not run "
+                    "(they run in the suite's own run; add --with-math to run them here)", {}))
     bad_rows = [r for r in rows if not r["as_expected"]]
     if bad_rows:
-        out += [("", {}), (f"{len(bad_rows)} rows did not end as expected:", {"red": True, "bold": True})]
-        for row in bad_rows:
-            out += [("", {}), *((line, {}) for line in failure_block(row))]
+        groups = grouped_failures(bad_rows)
+        same = (f" ({len(groups)} distinct failure{'s' if len(groups) > 1 else ''})"
+                if len(groups) < len(bad_rows) else "")
+        out += [("", {}), (f"{len(bad_rows)} rows did not end as expected{same}:", {"red": True, "bold": True})]
+        for group in groups:
+            out += [("", {}), *((line, {}) for line in failure_block(group[0], group[1:]))]
     fixed = fixed_lines(rows)
     if fixed:
         out += [("", {}), (f"{len(fixed)} listed deviations no longer deviate; remove their entries from the "
                            "deviations file:", {"yellow": True}), *((line, {}) for line in fixed)]
     ok = done and not bad_rows and all(i["status"] == "loaded" for i in impls)
+    unloaded = [i["spec"] for i in impls if i["status"] != "loaded"]
     verdict = ("every claim ended as expected" if ok else
+               f"{', '.join(unloaded)} could not be loaded (see above)" if done and unloaded and not rows else
                "SOME CLAIMS DID NOT END AS EXPECTED" if done else
                f"THE RUN DID NOT COMPLETE ({len(rows)} of {expected_rows or '?'} rows ran)")
     out += [("", {}), (f"{len(by_claim)} claims, {len(rows)} rows: {_counts(rows) or 'none'} — {verdict}",

@@ -54,9 +54,11 @@ class WorkerSettings:
     spin_s: float = 0.0  # how long each side polls before it sleeps (the plugin sets it when cores allow)
 
 
-def fork_server() -> ForkServer:
-    """This process's fork server (one per checker process, started on first use)."""
-    return forkserver.shared()
+def fork_server(spec: str | None = None) -> ForkServer:
+    """This process's root fork server (one per checker process, started on first use), or,
+    with ``spec``, the fork server of that implementation (forked from the root)."""
+    root = forkserver.shared()
+    return root if spec is None else root.for_implementation(spec)
 
 
 def death(exitcode: int | None) -> str:
@@ -109,11 +111,12 @@ class Worker:
 
     def __init__(self, spec: str, settings: WorkerSettings, deadline: float) -> None:
         self.spec = spec
-        self._server = fork_server()
+        self._server = fork_server(spec)
         mine, theirs = socket.socketpair()
         out_r, out_w = os.pipe()
         self._output = _Output()
         self._exitcode: int | None = None
+        self._server_lost = False
         self._dead = False
         self._spin_s = settings.spin_s
         try:
@@ -126,6 +129,9 @@ class Worker:
             theirs.close()
             os.close(out_w)
         self._conn = Connection(mine.detach())
+        # a second handle on the channel, to look for data nobody asked for without reading it
+        self._peek = socket.fromfd(self._conn.fileno(), socket.AF_UNIX, socket.SOCK_STREAM)
+        self._next_id = 0
         self._poller = select.poll()  # reused: building a selector per call costs more than the call
         self._poller.register(self._conn.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
         threading.Thread(target=_drain, args=(out_r, self._output), daemon=True).start()
@@ -139,8 +145,11 @@ class Worker:
     def _reap(self) -> None:
         if not self._dead:
             self._dead = True
+            restarts = self._server.restarts
             self._exitcode = self._server.reap(self.pid)
+            self._server_lost = self._exitcode is None and self._server.restarts != restarts
             self._conn.close()
+            self._peek.close()
 
     def kill(self) -> None:
         """Stop the worker at once (SIGKILL), with any process it started, and reap it."""
@@ -166,7 +175,7 @@ class Worker:
         self.kill()
         return WorkerLost(f"{how} while {what}{self._output.text()}")
 
-    def _receive(self, what: str, deadline: float) -> dict[str, Any]:
+    def _receive(self, what: str, deadline: float, expected_id: int | None = None) -> dict[str, Any]:
         remaining = deadline - time.monotonic()
         try:
             ready = remaining > 0 and (self._spin() or bool(self._poller.poll(max(1, int(remaining * 1000)))))
@@ -179,7 +188,11 @@ class Worker:
             message = self._conn.recv_bytes(MAX_ANSWER)
         except (EOFError, ConnectionResetError):
             self._reap()
-            raise self._lost(what, f"the worker {death(self._exitcode)}") from None
+            how = death(self._exitcode)
+            if self._server_lost:
+                how = ("stopped answering: the process that forked it, its implementation's fork server, is gone "
+                       "(killed, most likely by the implementation itself), and the worker with it")
+            raise self._lost(what, f"the worker {how}") from None
         except OSError as exc:
             raise self._lost(what, f"the worker's answer was rejected ({exc}; limit {MAX_ANSWER} bytes)") from None
         try:
@@ -188,7 +201,23 @@ class Worker:
             raise self._lost(what, f"the worker's answer is malformed ({exc})") from None
         if not isinstance(answer, dict) or not isinstance(answer.get("status"), str):
             raise self._lost(what, "the worker's answer has no status")
+        if expected_id is not None and answer.get("id") != expected_id:
+            raise self._lost(what, f"the worker answered out of turn (an answer to request "
+                                   f"{str(answer.get('id'))[:40]}, not to request {expected_id}: a message "
+                                   "it was not asked for) and was killed")
+        if expected_id is not None and self._unasked():
+            raise self._lost(what, "the worker sent a second answer to one request (a message it was not "
+                                   "asked for) and was killed")
         return answer
+
+    def _unasked(self) -> bool:
+        """Whether data waits on the channel that no request asked for (EOF is not data)."""
+        try:
+            return bool(self._peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return False
 
     def _spin(self) -> bool:
         """Poll without sleeping for up to ``spin_s``: most answers come within a millisecond,
@@ -201,14 +230,18 @@ class Worker:
 
     def request(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
         """Send ``request`` and return the decoded answer, or raise :class:`WorkerLost`."""
+        if self._unasked():
+            raise self._lost(what, "the worker sent a message it was not asked for (after its previous answer, "
+                                   "before this request) and was killed")
+        self._next_id += 1
         try:
-            packed = {**request, "args": wire.pack(request.get("args", ())),
+            packed = {**request, "id": self._next_id, "args": wire.pack(request.get("args", ())),
                       "kwargs": wire.pack(request.get("kwargs", {}))}
             self._conn.send_bytes(pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL))
         except (OSError, ValueError):
             self._reap()
             raise self._lost(what, f"the worker {death(self._exitcode)} before the request") from None
-        return self._receive(what, deadline)
+        return self._receive(what, deadline, self._next_id)
 
 
 def shutdown() -> None:

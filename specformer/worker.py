@@ -37,7 +37,7 @@ import torch
 
 from specformer import wire
 from specformer.loading import ImplementationLoadError, load_implementation
-from specformer.protocol import NotApplicable, provided_operations
+from specformer.protocol import CapabilityError, NotApplicable, declared_capabilities, provided_operations
 
 #: Longest message kept from an exception raised by the implementation.
 MAX_MESSAGE = 2000
@@ -102,13 +102,87 @@ def to_device(value: Any, device: torch.device, memo: dict[int, Any] | None = No
 # -- one request -------------------------------------------------------------------------
 
 
-def _raised(exc: BaseException) -> dict[str, Any]:
+#: Folders whose frames are the harness's or a library's, never the user's code.
+_NOT_USER = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.dirname(torch.__file__) + os.sep)
+
+
+def _user_frame(frames: traceback.StackSummary) -> traceback.FrameSummary | None:
+    """The innermost frame in the implementation's own code (not this harness, not torch)."""
+    for frame in reversed(frames):
+        if not os.path.abspath(frame.filename).startswith(_NOT_USER):
+            return frame
+    return None
+
+
+def _definition(method: Any) -> str:
+    """``file.py:line`` where ``method`` is defined, or ``""``."""
+    try:
+        fn = inspect.unwrap(getattr(method, "__func__", method))
+        return f"{inspect.getsourcefile(fn)}:{inspect.getsourcelines(fn)[1]}"
+    except (TypeError, OSError, ValueError):
+        return ""
+
+
+def _signature_mismatch(exc: BaseException, method: Any, name: str, args: tuple[Any, ...],
+                        kwargs: dict[str, Any]) -> str | None:
+    """When calling ``method`` failed on its arguments themselves: what the suite passed, and what it takes."""
+    if not isinstance(exc, TypeError) or exc.__traceback__ is None:
+        return None
     frames = traceback.extract_tb(exc.__traceback__)
-    where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+    if len(frames) != 1:  # raised inside the method, not by binding its arguments
+        return None
+    try:
+        inspect.signature(method).bind(*args, **kwargs)
+        return None
+    except TypeError:
+        pass
+    except ValueError:
+        return None
+    try:
+        takes = f"{name}{inspect.signature(method)}"
+    except (TypeError, ValueError):
+        takes = name
+    keywords = f" and the keywords {', '.join(kwargs)}" if kwargs else ""
+    return (f"{name}() does not accept the arguments the suite passes ({safe_str(exc, 300)}): the suite passed "
+            f"{len(args)} positional arguments{keywords}; yours is {takes}; the protocol's signature is in the "
+            "family's protocol page (`specformer new FAMILY` writes it)")
+
+
+def _attribute_hint(exc: BaseException) -> str:
+    """For ``params.heads``: the attributes that exist, and the closest (did you mean)."""
+    if not isinstance(exc, AttributeError) or getattr(exc, "obj", None) is None or not getattr(exc, "name", None):
+        return ""
+    import difflib
+
+    obj = exc.obj
+    try:
+        if dataclasses.is_dataclass(obj):
+            names = [f.name for f in dataclasses.fields(obj)]
+            kind = "fields"
+        else:
+            names = [n for n in dir(obj) if not n.startswith("_")]
+            kind = "attributes"
+    except Exception:  # noqa: BLE001 - a hostile __dir__
+        return ""
+    wrong = str(exc.name)
+    close = difflib.get_close_matches(wrong, names, n=1, cutoff=0.5) or \
+        [n for n in names if wrong.startswith(n) or n.startswith(wrong)][:1]
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f" ({type(obj).__name__} has the {kind} {', '.join(names[:30])}{hint})"
+
+
+def _raised(exc: BaseException, mismatch: str | None = None, definition: str = "") -> dict[str, Any]:
+    frames = traceback.extract_tb(exc.__traceback__)
+    user = _user_frame(frames)
+    frame = user or (frames[-1] if frames else None)
+    where = f"{frame.filename if user else os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
+    if mismatch:
+        return {"status": "raised", "type": "TypeError", "message": mismatch, "where": definition or where}
     if isinstance(exc, SystemExit):
         return {"status": "raised", "type": "SystemExit", "message": f"exit status {safe_str(exc.code)}",
                 "where": where}
-    return {"status": "raised", "type": type(exc).__qualname__, "message": safe_str(exc), "where": where}
+    return {"status": "raised", "type": type(exc).__qualname__, "message": safe_str(exc) + _attribute_hint(exc),
+            "where": where}
 
 
 def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
@@ -148,7 +222,8 @@ def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
     except NotApplicable as exc:
         return {"status": "not-applicable", "message": safe_str(exc)}
     except BaseException as exc:  # noqa: BLE001 - everything the implementation raises is its answer
-        return _raised(exc)
+        mismatch = _signature_mismatch(exc, method, request["method"], args, kwargs)
+        return _raised(exc, mismatch, _definition(method) if mismatch else "")
     changed = []
     for i, (now, (_, shape, before)) in enumerate(zip(given, received)):
         try:
@@ -187,15 +262,22 @@ def load(spec: str) -> tuple[Any, dict[str, Any]]:
         else:
             message = safe_str(exc) if isinstance(exc, ImplementationLoadError) else f"{type(exc).__name__}: {safe_str(exc)}"
         return None, {"status": "load-error", "message": message}
-    return loaded.obj, {"status": "loaded", "name": safe_str(loaded.name, 200),
-                        "operations": sorted(provided_operations(loaded.obj))}
+    try:
+        capabilities = declared_capabilities(loaded.obj)
+        operations = sorted(provided_operations(loaded.obj))
+    except BaseException as exc:  # noqa: BLE001 - a malformed declaration, or one whose property raises
+        what = safe_str(exc) if isinstance(exc, CapabilityError) else f"{type(exc).__name__}: {safe_str(exc)}"
+        return None, {"status": "load-error", "message": f"its capability declaration is malformed: {what}"}
+    return loaded.obj, {"status": "loaded", "name": safe_str(loaded.name, 200), "operations": operations,
+                        "capabilities": capabilities.to_plain() if capabilities is not None else None}
 
 
 def _answer(reply: dict[str, Any]) -> bytes:
     try:
         return wire.encode(reply)
     except BaseException as exc:  # noqa: BLE001 - a value whose iteration raises
-        return wire.encode({"status": "unencodable", "message": f"{type(exc).__name__}: {safe_str(exc, 300)}"})
+        return wire.encode({"status": "unencodable", "message": f"{type(exc).__name__}: {safe_str(exc, 300)}",
+                            "id": reply.get("id")})
 
 
 # -- the process -------------------------------------------------------------------------
@@ -247,7 +329,9 @@ def main(channel: int, output: int, spec: str, threads: int = 1, memory_mib: int
             return
         if request.get("op") == "stop":
             return
-        conn.send_bytes(_answer(call(impl, request)))
+        reply = call(impl, request)
+        reply["id"] = request.get("id")  # the checker takes only the answer to the request it sent
+        conn.send_bytes(_answer(reply))
 
 
 def run_locally(impl: Any, request: dict[str, Any]) -> Any:

@@ -13,7 +13,7 @@ from hypothesis import Phase, settings
 
 from specformer.context import LocalBackend
 from specformer.profiles import PROFILES
-from specformer.protocol import provided_operations
+from specformer.protocol import declared_capabilities, provided_operations
 from specformer.property import Property, load_properties
 from specformer.runner import RowResult, run_property
 
@@ -37,7 +37,9 @@ def run_row(qualname: str, impl: object, dtype: str = "float64", profile: str = 
     name = getattr(impl, "name", "math") if impl is not None else "math"
     backend = LocalBackend(impl) if impl is not None else None
     operations = provided_operations(impl) if impl is not None else None
-    return run_property(prop, backend, name, name, "cpu", dtype, profile, timeout_s, operations)
+    capabilities = declared_capabilities(impl) if impl is not None else None
+    return run_property(prop, backend, name, name, "cpu", dtype, profile, timeout_s, operations,
+                        capabilities=capabilities)
 
 
 def assert_caught(qualname: str, mutant: object, dtype: str = "float64") -> RowResult:

@@ -164,3 +164,107 @@ class EatsMemory:
     def attention(self, q, k, v, mask=None, *, causal=False):
         hog = torch.ones(8 * 1024**3, dtype=torch.float64)
         return hog, None
+
+
+# -- against the runner itself: its fork servers, its channel, its report ------------------
+
+
+class KillsItsForkServer:
+    """Kills the process that forked it (its fork server), and its process group, then answers."""
+
+    name = "kills-its-fork-server"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        parent = os.getppid()
+        try:
+            os.killpg(os.getpgid(parent), signal.SIGKILL)
+        except OSError:
+            pass
+        os.kill(parent, signal.SIGKILL)
+        return correct_attention(q, k, v, mask, causal)
+
+
+class StopsItsForkServer:
+    """Stops the process that forked it (SIGSTOP), then answers correctly."""
+
+    name = "stops-its-fork-server"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        os.kill(os.getppid(), signal.SIGSTOP)
+        return correct_attention(q, k, v, mask, causal)
+
+
+def _sockets() -> list[int]:
+    """This process's open socket file descriptors."""
+    import stat
+
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if stat.S_ISSOCK(os.fstat(int(name)).st_mode):
+                found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+class AnswersOutOfTurn:
+    """Writes a well-formed answer of its own on the worker's channel, then answers correctly."""
+
+    name = "answers-out-of-turn"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        import struct
+
+        from specformer import wire
+
+        out, weights = correct_attention(q, k, v, mask, causal)
+        frame = wire.encode({"status": "ok", "value": (out, weights), "flops": None, "mutated": [], "applied": []})
+        for fd in _sockets():
+            os.write(fd, struct.pack("!i", len(frame)) + frame)  # multiprocessing.Connection's framing
+        return out, weights
+
+
+def _report_path() -> str | None:
+    """The ``--report`` of the ``specformer run`` this process descends from (read from /proc)."""
+    pid = os.getpid()
+    while pid > 1:
+        try:
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            if b"--report" in argv:
+                path = argv[argv.index(b"--report") + 1].decode()
+                return os.path.join(os.readlink(f"/proc/{pid}/cwd"), path)
+            pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return None
+    return None
+
+
+class LeavesAForger:
+    """Answers correctly, but first leaves a detached grandchild (double fork, new session)
+    that waits, then rewrites the run's report again and again as a complete, ok run."""
+
+    name = "leaves-a-forger"
+    started = False
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        path = _report_path()
+        if path and not LeavesAForger.started:
+            LeavesAForger.started = True
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    with open(os.path.join(os.path.dirname(path), "forger.pid"), "w") as f:
+                        f.write(str(os.getpid()))
+                    forged = ('{"schema": "specformer-report", "summary": {"rows": 0, "ok": true, '
+                              '"complete": true, "state": "complete"}, "rows": [], "forged": true}')
+                    time.sleep(2.0)
+                    for _ in range(600):
+                        try:
+                            with open(path, "w") as f:
+                                f.write(forged)
+                        except OSError:
+                            pass
+                        time.sleep(0.1)
+                os._exit(0)
+        return correct_attention(q, k, v, mask, causal)

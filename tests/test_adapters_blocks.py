@@ -262,7 +262,7 @@ def test_torch_nn_stack_agrees_with_the_reference_with_and_without_the_final_nor
 COUNTED = {
     # name: (a configuration in the library's layout, one outside it)
     "torch-nn": ({"encoder_layers": 2, "decoder_layers": 1, "final_norm": True, "shared_embeddings": False,
-                  "tied_output": False, "positions": "learned"}, {"encoder_layers": 2, "final_norm": False}),
+                  "tied_output": False, "positions": "learned"}, {"encoder_layers": 0, "decoder_layers": 2}),
     "hf-gpt2": ({"encoder_layers": 2, "positions": "learned", "final_norm": True, "tied_output": False},
                 {"encoder_layers": 2, "positions": "sinusoidal", "final_norm": True}),
     "hf-bert": ({"encoder_layers": 2, "positions": "learned", "embedding_norm": True, "token_types": 2,
@@ -279,8 +279,11 @@ def test_parameter_counts_agree_with_the_reference_inside_the_layout(name: str) 
     inside, outside = COUNTED[name]
     config = ModelConfig(100, 16, 2, 40, max_len=32, **inside)
     assert impl.count_parameters(config) == count_parameters(config)
-    with pytest.raises(NotApplicable):
+    with pytest.raises((NotApplicable, ValueError)):
         impl.count_parameters(ModelConfig(100, 16, 2, 40, max_len=32, **outside))
+    if name == "torch-nn":  # without final norms: custom stacks whose norm is None
+        plain = ModelConfig(100, 16, 2, 40, 2, 1, final_norm=False)
+        assert impl.count_parameters(plain) == count_parameters(plain)
 
 
 def test_gpt2_input_is_its_token_and_position_rows_unscaled() -> None:

@@ -11,6 +11,7 @@ text tokenizers (``tokenize_text`` kinds ``"bpe"`` and ``"byte-bpe"``) change on
 
 from __future__ import annotations
 
+import random
 import unicodedata
 from collections import Counter
 
@@ -30,7 +31,7 @@ from specformer.reference.tokenization.bpe import (
     train_bpe,
     train_byte_bpe,
 )
-from specformer.reference.tokenization.text import detokenize_text, tokenize_text
+from specformer.reference.tokenization.text import detokenize_text, text_char_merges, tokenize_text
 
 # -- the reference's trained text tokenizers ------------------------------------------------
 
@@ -56,11 +57,21 @@ def _merge_first(symbols, pair):
     return list(symbols)
 
 
-def trainer(*, weighted=True, everywhere=True, largest=False, min_count=1, budget=lambda n: n):
-    """A naive character-level trainer with swappable (possibly wrong) parts."""
+def _by_ids(tied, ids):
+    """Among tied pairs, the one of smallest token ids (base symbols by code point, merged ones as created)."""
+    return min(tied, key=lambda pair: (ids[pair[0]], ids[pair[1]]))
+
+
+def trainer(*, weighted=True, everywhere=True, largest=False, min_count=1, budget=lambda n: n, tie=None):
+    """A naive character-level trainer with swappable (possibly wrong) parts.
+
+    ``tie`` picks among the tied pairs (given in the order they were counted, and the token ids):
+    by default the smallest pair, or the largest with ``largest``.
+    """
 
     def bpe_train(words, num_merges, *, end_of_word=END_OF_WORD):
         segments = {word: [*word, end_of_word] for word in words}
+        ids = {symbol: i for i, symbol in enumerate(sorted({s for symbols in segments.values() for s in symbols}))}
         merges = []
         for _ in range(budget(num_merges)):
             counts = Counter()
@@ -71,8 +82,9 @@ def trainer(*, weighted=True, everywhere=True, largest=False, min_count=1, budge
                 break
             top = max(counts.values())
             tied = [pair for pair in counts if counts[pair] == top]
-            best = max(tied) if largest else min(tied)
+            best = tie(tied, ids) if tie else max(tied) if largest else min(tied)
             merges.append(best)
+            ids.setdefault(best[0] + best[1], len(ids))
             merge = bpe.merge_everywhere if everywhere else _merge_first
             segments = {word: merge(symbols, best) for word, symbols in segments.items()}
         return merges
@@ -115,10 +127,20 @@ def _lookup(word, merges, *, end_of_word=END_OF_WORD):
     return [whole] if any(a + b == whole for a, b in merges) else [*word, end_of_word]
 
 
+def _random_ties(words, num_merges, *, end_of_word=END_OF_WORD):
+    """Wrong (not deterministic): a tie goes to a pair drawn at random."""
+    return trainer(tie=lambda tied, ids: random.choice(tied))(words, num_merges, end_of_word=end_of_word)
+
+
 UNWEIGHTED = mutant("counts-words-not-occurrences", bpe_train=trainer(weighted=False))
+RANDOM_TIES = mutant("breaks-ties-at-random", bpe_train=_random_ties)
 FIRST_ONLY = mutant("merges-the-first-occurrence-only", bpe_train=trainer(everywhere=False))
+#: Correct trainers with another tie rule (every deterministic rule that takes a most frequent pair is right).
 TIES_TO_LARGEST = mutant("ties-to-the-largest-pair", bpe_train=trainer(largest=True))
 DOCUMENTS_CODE = mutant("documents-learn_bpe_merges", bpe_train=_documents_code)
+TIES_FIRST_COUNTED = mutant("ties-to-the-pair-counted-first", bpe_train=trainer(tie=lambda tied, ids: tied[0]))
+TIES_BY_IDS = mutant("ties-to-the-smallest-token-ids", bpe_train=trainer(tie=_by_ids))
+TIE_RULES = [TIES_TO_LARGEST, DOCUMENTS_CODE, TIES_FIRST_COUNTED, TIES_BY_IDS]
 MIN_COUNT_2 = mutant("stops-at-pairs-seen-once", bpe_train=trainer(min_count=2))
 ONE_SHORT = mutant("one-merge-short", bpe_train=trainer(budget=lambda n: max(n - 1, 0)))
 PADDED = mutant("pads-the-merges-with-new-symbols", bpe_train=_padded)
@@ -238,6 +260,38 @@ def _character_first(text, merges):
     return tokens
 
 
+def byte_trainer(*, weighted=True, everywhere=True, characters=False):
+    """A naive byte-level trainer with swappable (possibly wrong) parts; ``characters``: start from whole characters."""
+
+    def byte_bpe_train(words, num_merges):
+        segments = {}
+        for word in words:
+            if characters:
+                segments[word] = [c.encode("utf-8", "surrogatepass") for c in word.decode("utf-8", "surrogatepass")]
+            else:
+                segments[word] = [word[i:i + 1] for i in range(len(word))]
+        merges = []
+        for _ in range(num_merges):
+            counts = Counter()
+            for word, symbols in segments.items():
+                for pair in zip(symbols, symbols[1:]):
+                    counts[pair] += words[word] if weighted else 1
+            if not counts:
+                break
+            top = max(counts.values())
+            best = min(pair for pair in counts if counts[pair] == top)
+            merges.append(best)
+            merge = bpe.merge_everywhere if everywhere else _merge_first
+            segments = {word: merge(symbols, best) for word, symbols in segments.items()}
+        return merges
+
+    return byte_bpe_train
+
+
+BYTE_UNWEIGHTED = mutant("byte-trainer-counts-pieces-not-occurrences", byte_bpe_train=byte_trainer(weighted=False))
+BYTE_FIRST_ONLY = mutant("byte-trainer-merges-the-first-occurrence-only",
+                         byte_bpe_train=byte_trainer(everywhere=False))
+BYTE_CHARACTERS = mutant("byte-trainer-starts-from-characters", byte_bpe_train=byte_trainer(characters=True))
 BYTE_BY_FREQUENCY = mutant("byte-merges-by-frequency-in-the-piece", byte_bpe_encode=byte_encoder(_by_frequency))
 BYTE_SINGLE_PASS = mutant("byte-one-pass-first-occurrence", byte_bpe_encode=byte_encoder(_single_pass))
 CHARACTER_FIRST = mutant("characters-first-bytes-as-fallback", byte_bpe_encode=_character_first)
@@ -250,6 +304,11 @@ REPLACES_SURROGATES = mutant("encoder-replaces-lone-surrogates", byte_bpe_encode
 
 DECODE_IGNORE = mutant("decode-drops-invalid-bytes", byte_bpe_decode=lambda tokens: b"".join(tokens).decode(
     "utf-8", "ignore"))
+DECODE_PER_TOKEN = mutant("decode-token-by-token", byte_bpe_decode=lambda tokens: "".join(
+    token.decode("utf-8", "replace") for token in tokens))
+DECODE_SURROGATEESCAPE = mutant("decode-surrogateescape", byte_bpe_decode=lambda tokens: b"".join(tokens).decode(
+    "utf-8", "surrogateescape"))
+DECODE_REPLACE = mutant("decode-replace", byte_bpe_decode=lambda tokens: b"".join(tokens).decode("utf-8", "replace"))
 DECODE_NFC = mutant("decode-normalises-to-nfc", byte_bpe_decode=lambda tokens: unicodedata.normalize(
     "NFC", decode_bytes(tokens)))
 
@@ -271,25 +330,63 @@ STRIPS_TEXT = Mutant("byte-text-tokenizer-strips-whitespace", **_text_with(
 ONE_TOKEN = Mutant("bpe-text-as-one-token", **_text_with(
     "bpe", tokenize=lambda text: [text.replace(" ", "") + END_OF_WORD] if text.split() else []))
 
+
+def _with_spaces(text):
+    """Wrong: the spaces between words kept as tokens."""
+    out = []
+    for i, word in enumerate(text.split()):
+        out += ([" "] if i else []) + tokenize_text("bpe", word)
+    return out
+
+
+SPACES_AS_TOKENS = Mutant("bpe-spaces-kept-as-tokens", **_text_with("bpe", tokenize=_with_spaces))
+MARKER_ON_EVERY_TOKEN = Mutant("bpe-marker-on-every-token", **_text_with("bpe", tokenize=lambda text: [
+    t if t.endswith(END_OF_WORD) else t + END_OF_WORD for t in tokenize_text("bpe", text)]))
+NO_MARKER = Mutant("bpe-no-marker", **_text_with("bpe", tokenize=lambda text: [
+    t.removesuffix(END_OF_WORD) for t in tokenize_text("bpe", text)]))
+
+
+def _space_only_tokenize(text):
+    """Correct, another whitespace rule: words are split at spaces only; a tab or newline is a character of its word."""
+    merges = tuple(text_char_merges())
+    return [symbol for word in text.split(" ") if word for symbol in encode(word, merges)]
+
+
+def _space_only_detokenize(tokens):
+    words, current = [], []
+    for token in tokens:
+        current.append(token)
+        if token.endswith(END_OF_WORD):
+            words.append(decode(current))
+            current = []
+    return " ".join(words)
+
+
+SPACES_ONLY = Mutant("bpe-splits-at-spaces-only", **_text_with(
+    "bpe", tokenize=_space_only_tokenize, detokenize=_space_only_detokenize))
+
 # -- the cases -------------------------------------------------------------------------------------
 
 P = "bpe."
 MOST_FREQUENT = P + "each_merge_is_a_most_frequent_pair_of_the_corpus_as_merged_so_far"
 DOCS_AGREE = P + "the_documents_code_merges_most_frequent_pairs_and_agrees_with_the_reference_up_to_a_tie"
 DOCS_ORDER = P + "learn_bpe_merges_depends_only_on_the_words_and_their_counts_as_written"
-ORDER = P + "the_merges_do_not_depend_on_the_order_of_the_words"
-NAIVE = P + "the_trainer_learns_the_naive_merges_with_ties_to_the_smallest_pair"
+BYTE_MOST_FREQUENT = P + "each_byte_merge_is_a_most_frequent_pair_and_training_stops_only_without_pairs"
+DETERMINISTIC = P + "training_the_same_counts_again_gives_the_same_merges"
+UNTIED = P + "without_a_tie_the_trainer_learns_the_naive_merges"
 VOCAB = P + "each_merge_adds_one_symbol_and_training_stops_early_only_without_pairs"
 VOCAB_AS_WRITTEN = P + "the_vocabulary_has_the_base_symbols_plus_num_merges_as_written"
 RANK_ORDER = P + "encoding_applies_the_merges_in_the_order_they_were_learned"
 TRAINING_SPLIT = P + "encoding_a_training_word_gives_its_training_segmentation"
 BYTE_RANK_ORDER = P + "byte_encoding_applies_the_merges_in_the_order_they_were_learned"
 LONGEST = P + "encoding_takes_the_longest_vocabulary_symbol_first_as_written"
+LONGEST_CORRECTED = P + "where_rank_order_and_longest_match_differ_the_split_is_rank_order"
 SPELLED = P + "a_word_of_training_characters_is_spelled_with_vocabulary_symbols"
 NO_OOV_AS_WRITTEN = P + "every_word_is_spelled_with_vocabulary_symbols_as_written"
-TEXT_ROUND_TRIP = P + "text_of_training_words_comes_back_with_single_spaces"
+TEXT_ROUND_TRIP = P + "text_of_training_words_comes_back_word_for_word"
 BYTE_VOCAB = P + "byte_level_tokens_are_always_in_the_byte_vocabulary"
 BYTE_ROUND_TRIP = P + "byte_level_bpe_decodes_every_text_back_exactly"
+DECODE_INVALID = P + "decoding_bytes_that_are_not_utf8_is_refused_or_marked_never_silent"
 BYTE_TEXT_ROUND_TRIP = P + "the_byte_level_text_tokenizer_gives_every_text_back"
 SURROGATES = P + "lone_surrogates_come_back_exactly_or_are_refused"
 SINGLE_BYTES = P + "without_merges_every_token_is_one_byte"
@@ -298,26 +395,32 @@ EXAMPLES = P + "merges_learned_from_the_parts_give_the_documents_segmentations"
 MONOTONE = P + "more_merges_never_split_a_word_further_and_enough_make_each_training_word_one_symbol"
 COMMON_AS_WRITTEN = P + "frequent_words_become_single_symbols_before_rarer_ones_as_written"
 BETWEEN = P + "a_text_has_at_least_a_token_per_word_and_at_most_one_per_character_and_marker"
+WORD_BY_WORD = P + "each_word_is_its_own_tokens_ending_in_one_marker"
 GPT2 = P + "gpt2_and_roberta_tokenizers_are_byte_level_bpe_and_xlm_is_character_level"
 
 CASES = [
     (MOST_FREQUENT, UNWEIGHTED), (MOST_FREQUENT, FIRST_ONLY),
-    (ORDER, DOCUMENTS_CODE),
-    (NAIVE, TIES_TO_LARGEST), (NAIVE, DOCUMENTS_CODE), (NAIVE, UNWEIGHTED),
+    (BYTE_MOST_FREQUENT, BYTE_UNWEIGHTED), (BYTE_MOST_FREQUENT, BYTE_FIRST_ONLY),
+    (BYTE_MOST_FREQUENT, BYTE_CHARACTERS),
+    (DETERMINISTIC, RANDOM_TIES),
+    (UNTIED, UNWEIGHTED), (UNTIED, ONE_SHORT),
     (VOCAB, MIN_COUNT_2), (VOCAB, ONE_SHORT),
     (RANK_ORDER, BY_FREQUENCY), (RANK_ORDER, SINGLE_PASS), (RANK_ORDER, GREEDY),
-    (TRAINING_SPLIT, RIGHT_TO_LEFT),
+    (TRAINING_SPLIT, RIGHT_TO_LEFT), (LONGEST_CORRECTED, GREEDY),
     (BYTE_RANK_ORDER, BYTE_BY_FREQUENCY), (BYTE_RANK_ORDER, BYTE_SINGLE_PASS),
     (SPELLED, DROPS_UNMERGED), (SPELLED, UNK_UNMERGED),
     (TEXT_ROUND_TRIP, JOINS_WITHOUT_SPACES),
     (BYTE_VOCAB, STRIPS_CONTROLS), (BYTE_VOCAB, CHARACTER_FIRST),
     (BYTE_ROUND_TRIP, DECODE_NFC), (BYTE_ROUND_TRIP, STRIPS_CONTROLS),
+    (DECODE_INVALID, DECODE_IGNORE), (DECODE_INVALID, DECODE_PER_TOKEN),
     (BYTE_TEXT_ROUND_TRIP, STRIPS_TEXT),
     (SURROGATES, DECODE_IGNORE), (SURROGATES, REPLACES_SURROGATES),
     (SINGLE_BYTES, CHARACTER_FIRST),
     (EXAMPLES, IGNORES_MERGES), (EXAMPLES, ONE_SHORT),
     (MONOTONE, MIN_COUNT_2), (MONOTONE, SINGLE_PASS),
     (BETWEEN, ONE_TOKEN),
+    (WORD_BY_WORD, ONE_TOKEN), (WORD_BY_WORD, SPACES_AS_TOKENS), (WORD_BY_WORD, MARKER_ON_EVERY_TOKEN),
+    (WORD_BY_WORD, NO_MARKER),
 ]
 
 #: Refutations, and a mutant that agrees with the claim as written, so that nothing is left to refute.
@@ -348,6 +451,39 @@ def test_a_refutation_fails_on_an_implementation_that_agrees_with_the_claim(qual
     assert run_row(qualname, REFERENCE).outcome == "refuted"
     row = run_row(qualname, agrees, profile="mutants")
     assert row.outcome == "fail" and row.message.startswith("no counterexample"), row
+
+
+#: Every property that trains character-level merges: a correct trainer with any tie rule ends each as the reference.
+TRAINED = sorted({MOST_FREQUENT, DETERMINISTIC, UNTIED, VOCAB, VOCAB_AS_WRITTEN, TRAINING_SPLIT, LONGEST,
+                    LONGEST_CORRECTED, SPELLED, NO_OOV_AS_WRITTEN, EXAMPLES, MONOTONE, COMMON_AS_WRITTEN})
+
+
+@pytest.mark.parametrize("rule", TIE_RULES, ids=[m.name for m in TIE_RULES])
+@pytest.mark.parametrize("qualname", TRAINED)
+def test_a_trainer_with_another_tie_rule_ends_every_row_as_the_reference(qualname: str, rule: Mutant) -> None:
+    expected = run_row(qualname, REFERENCE).outcome
+    row = run_row(qualname, rule)
+    assert row.outcome == expected, row
+
+
+@pytest.mark.parametrize("qualname", [LONGEST, COMMON_AS_WRITTEN, NO_OOV_AS_WRITTEN, VOCAB_AS_WRITTEN])
+@pytest.mark.parametrize("rule", [REFERENCE, *TIE_RULES], ids=["reference", *[m.name for m in TIE_RULES]])
+def test_refutations_find_their_counterexample_by_search_under_every_tie_rule(qualname: str, rule: Mutant) -> None:
+    """The thorough profile skips the explicit examples: the search alone must find a counterexample."""
+    assert run_row(qualname, rule, profile="thorough").outcome == "refuted"
+
+
+@pytest.mark.parametrize("qualname", [TEXT_ROUND_TRIP, BETWEEN, WORD_BY_WORD])
+def test_a_tokenizer_that_splits_at_spaces_only_passes(qualname: str) -> None:
+    assert _space_only_detokenize(_space_only_tokenize("a\tb  c")) == "a\tb c"
+    row = run_row(qualname, SPACES_ONLY)
+    assert row.outcome == "pass", row
+
+
+@pytest.mark.parametrize("decoder", [DECODE_SURROGATEESCAPE, DECODE_REPLACE], ids=lambda m: m.name)
+def test_lossless_and_replacing_decoders_pass(decoder: Mutant) -> None:
+    row = run_row(DECODE_INVALID, decoder)
+    assert row.outcome == "pass", row
 
 
 def test_the_documents_code_is_refuted_and_agrees_with_the_reference_until_a_tie() -> None:

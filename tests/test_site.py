@@ -15,7 +15,7 @@ import pytest
 
 from specformer.claims import Claim, Source, load_claims
 from specformer.property import Property
-from specformer.site import claim_page, generate, overview_page, topic_index
+from specformer.site.pages import claim_page, generate, overview_page, topic_index
 
 ROOT = Path(__file__).resolve().parent.parent
 SUMS = "attention.weights-sum-to-one"
@@ -193,7 +193,7 @@ def test_mkdocs_build_strict(tmp_path):
 
 
 def test_reports_of_several_runs_merge_into_one_matrix():
-    from specformer.site import merge_reports
+    from specformer.site.pages import merge_reports
 
     cpu = {**make_report([row(SUMS, "attention.p", "reference", "pass")]), "schema_version": 2}
     cuda_row = {**row(SUMS, "attention.p", "reference", "fail"), "device": "cuda", "dtype": "float16",

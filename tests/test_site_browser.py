@@ -31,7 +31,7 @@ from typing import Any, Iterator
 import pytest
 
 from specformer.claims import Claim, load_claims
-from specformer.site import collect_properties
+from specformer.site.pages import collect_properties
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")

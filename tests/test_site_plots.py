@@ -11,13 +11,13 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from specformer.claims import load_claims  # noqa: E402
-from specformer.site import PLOTS_DIR, claim_page, generate, plot_markdown  # noqa: E402
-from specformer.site_plots import PLOTS, plots, render_plots  # noqa: E402
+from specformer.site.pages import PLOTS_DIR, claim_page, generate, plot_markdown  # noqa: E402
+from specformer.site.plots import PLOTS, plots, render_plots  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 ROOT = Path(__file__).resolve().parent.parent
 
-#: The families' plots, registered by specformer.site_plots_positions and _blocks on first use.
+#: The families' plots, registered by specformer.site.plots.positions and _blocks on first use.
 FAMILY_PLOTS = {
     "sinusoidal.formula", "sinusoidal.similarity-monotone", "alibi.bias-distance", "rope.relative-offset",
     "ffn.against-collapse", "cost.attention-vs-ffn", "encoder.pre-norm",
@@ -104,7 +104,7 @@ def test_plots_include_the_families_plots():
 
 def test_plots_of_claims_not_in_the_spec_are_left_out_of_the_site():
     claims = load_claims()
-    shown = {p.claim for p in plots(only=claims.keys())}  # what docs/hooks.py renders
+    shown = {p.claim for p in plots(only=claims.keys())}  # what specformer.site.hooks renders
     assert shown <= claims.keys()
     assert {c for c in FAMILY_PLOTS if c in claims} <= shown
     pairs = {c: [(p.file, p.caption) for p in PLOTS[c]] for c in PLOTS}  # every plot, spec or not
@@ -113,10 +113,10 @@ def test_plots_of_claims_not_in_the_spec_are_left_out_of_the_site():
     assert all("## Plots" in pages[f"claims/{c}.md"] for c in shown)
 
 
-@pytest.mark.parametrize("module", ["specformer.site_plots_positions", "specformer.site_plots_blocks"])
+@pytest.mark.parametrize("module", ["specformer.site.plots.positions", "specformer.site.plots.blocks"])
 def test_a_family_module_imported_first_registers_once(module):
     code = (f"import {module}\n"
-            "from specformer.site_plots import plots\n"
+            "from specformer.site.plots import plots\n"
             "names = [p.name for p in plots()]\n"
             "assert len(names) == len(set(names)), names\n"
             "print(len(names))")

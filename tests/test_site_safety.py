@@ -1,6 +1,6 @@
 """The site treats reports as untrusted: hostile strings are shown, never interpreted.
 
-Unit tests check the escaping helper (:func:`specformer.site_tables.text`) on each
+Unit tests check the escaping helper (:func:`specformer.site.tables.text`) on each
 payload under the Markdown extensions of ``mkdocs.yml``; end-to-end tests run the real
 ``mkdocs build --strict`` on a hostile schema-version-2 report and inspect every HTML
 file it writes, and check which published reports are rendered (``SPECFORMER_PUBLISHED``
@@ -25,9 +25,9 @@ import pytest
 import yaml
 
 from specformer.claims import load_claims
-from specformer.site import ReportError, generate, overview_page, read_report, report_problem
-from specformer.site_matrix import examples, results_matrix, row_details, rows_table
-from specformer.site_tables import fence, outcome_label, summarize, text
+from specformer.site.pages import ReportError, generate, overview_page, read_report, report_problem
+from specformer.site.matrix import examples, results_matrix, row_details, rows_table
+from specformer.site.tables import fence, outcome_label, summarize, text
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_mkdocs = pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason="mkdocs is not installed")
@@ -329,10 +329,9 @@ def test_reports_of_both_versions_are_accepted(tmp_path):
 # --- the hooks' list of published reports ------------------------------------------------
 
 def load_hooks():
-    spec = importlib.util.spec_from_file_location("specformer_docs_hooks", ROOT / "docs" / "hooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from specformer.site import hooks
+
+    return hooks
 
 
 @needs_mkdocs

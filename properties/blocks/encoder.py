@@ -63,13 +63,16 @@ def _same_dtype(layer, case: sf.LayerCase, activation: str, causal: bool):
     return compute
 
 
-activations = st.sampled_from(("relu", "gelu", "gelu_tanh"))
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
+activations = st.sampled_from(ACTIVATIONS)
 
 
 @claim_property("encoder.post-norm", needs=("encoder_layer",))
 @given(case=sf.layer_cases(), activation=activations, causal=st.booleans())
 def the_post_norm_layer_adds_then_normalises_after_each_sublayer(ctx: Context, case, activation, causal) -> None:
     """``norm_first=False``: ``y = LN_1(x + MultiHead(x)),\\ out = LN_2(y + FFN(y))``."""
+    ctx.require("norm_first", False)
+    activation = sf.within(ctx, "activation", activation, ACTIVATIONS)
     out = ctx.encoder_layer(case.x, case.weights, heads=case.heads, norm_first=False, activation=activation,
                             eps=EPS, causal=causal)
     ctx.assert_close(out, post_norm_layer(case.x, case.weights, case.heads, activation, causal),
@@ -81,6 +84,8 @@ def the_post_norm_layer_adds_then_normalises_after_each_sublayer(ctx: Context, c
 @given(case=sf.layer_cases(), activation=activations, causal=st.booleans())
 def the_pre_norm_layer_normalises_each_sublayers_input(ctx: Context, case, activation, causal) -> None:
     """``norm_first=True``: ``y = x + MultiHead(LN_1(x)),\\ out = y + FFN(LN_2(y))``."""
+    ctx.require("norm_first", True)
+    activation = sf.within(ctx, "activation", activation, ACTIVATIONS)
     out = ctx.encoder_layer(case.x, case.weights, heads=case.heads, norm_first=True, activation=activation,
                             eps=EPS, causal=causal)
     ctx.assert_close(out, pre_norm_layer(case.x, case.weights, case.heads, activation, causal),
@@ -101,6 +106,7 @@ def _silenced(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def with_silent_sublayers_only_the_residual_path_is_left(ctx: Context, case, norm_first) -> None:
     """With ``SA = FFN = 0`` the residual path alone remains: a pre-norm layer is the identity,
     a post-norm layer is ``LN_2(LN_1(x))``."""
+    norm_first = sf.within(ctx, "norm_first", norm_first, (False, True))
     w = _silenced(case.weights)
     out = ctx.encoder_layer(case.x, w, heads=case.heads, norm_first=norm_first, eps=EPS)
     if norm_first:
@@ -115,6 +121,7 @@ def with_silent_sublayers_only_the_residual_path_is_left(ctx: Context, case, nor
 def attention_has_its_own_add_and_norm_before_the_feed_forward_network(ctx: Context, case) -> None:
     """Corrected: with the feed-forward network silenced, a post-norm layer is ``LN_2(LN_1(x + SA(x)))``:
     the attention sublayer is added and normalised before the network sees it."""
+    ctx.require("norm_first", False)
     w = dict(case.weights, w_2=torch.zeros_like(case.weights["w_2"]), b_2=torch.zeros_like(case.weights["b_2"]))
     out = ctx.encoder_layer(case.x, w, heads=case.heads, norm_first=False, eps=EPS)
     attention, _, norm = _sublayers(w, case.heads, "relu", False)
@@ -125,6 +132,7 @@ def attention_has_its_own_add_and_norm_before_the_feed_forward_network(ctx: Cont
 @given(case=sf.layer_cases())
 def one_add_and_norm_after_the_feed_forward_network_as_drawn(ctx: Context, case) -> None:
     """As drawn in 001's flowchart: the layer is ``LN(x + FFN(SA(x)))``, one Add & LayerNorm."""
+    ctx.require("norm_first", False)
     out = ctx.encoder_layer(case.x, case.weights, heads=case.heads, norm_first=False, eps=EPS)
     ctx.assert_close(out, one_norm_layer(case.x, case.weights, case.heads), "layer as LN(x + FFN(SA(x)))", scale=16)
 
@@ -165,6 +173,8 @@ def the_stack_is_its_layers_in_order_and_a_pre_norm_stack_ends_with_a_final_norm
     """``N`` layers, each with its own weights, applied in order; a pre-norm stack then applies
     ``LN_f`` (``gamma_f, beta_f``), a post-norm stack nothing more (its last layer ends with a norm)."""
     case, layers, final = stack
+    norm_first = sf.within(ctx, "norm_first", norm_first, (False, True))
+    activation = sf.within(ctx, "activation", activation, ACTIVATIONS)
     final_norm = final if norm_first else None
     out = ctx.encoder_stack(case.x, layers, heads=case.heads, norm_first=norm_first, final_norm=final_norm,
                             activation=activation, eps=EPS, causal=causal)

@@ -62,6 +62,7 @@ def ffn_formula(x, w_1, b_1, w_2, b_2, activation: str = "relu") -> torch.Tensor
 def the_feed_forward_network_is_two_affine_maps_around_the_activation(ctx: Context, case) -> None:
     """``FFN(x) = max(0, x W_1 + b_1) W_2 + b_2`` (and with GELU or its tanh form where asked)."""
     x, w_1, b_1, w_2, b_2, activation = case
+    activation = sf.within(ctx, "activation", activation, tuple(ACTIVATIONS))
     out = ctx.feed_forward(x, w_1, b_1, w_2, b_2, activation=activation)
     ctx.assert_close(out, ffn_formula(x, w_1, b_1, w_2, b_2, activation), f"FFN(x) with {activation}", scale=4,
                      same_dtype=lambda dt: ffn_formula(*(a.to(dt) for a in case[:5]), activation))
@@ -72,6 +73,7 @@ def the_feed_forward_network_is_two_affine_maps_around_the_activation(ctx: Conte
 def each_position_goes_through_the_same_network_on_its_own(ctx: Context, case, data) -> None:
     """Replacing every other token leaves a token's output unchanged, and permuting positions permutes outputs."""
     x, w_1, b_1, w_2, b_2, activation = case
+    activation = sf.within(ctx, "activation", activation, tuple(ACTIVATIONS))
     b, t, d = x.shape
     keep = (data.draw(st.integers(0, b - 1), label="sequence"), data.draw(st.integers(0, t - 1), label="position"))
     x2 = data.draw(sf.tensors((b, t, d), 2.0), label="other tokens").clone()
@@ -96,6 +98,7 @@ def as_convolution(x, w_1, b_1, w_2, b_2, activation: str) -> torch.Tensor:
 @given(case=ffn_cases())
 def the_feed_forward_network_is_a_convolution_of_width_one(ctx: Context, case) -> None:
     """``FFN`` over the sequence equals ``conv1d(act(conv1d(x; W_1^T, b_1)); W_2^T, b_2)`` with kernel width 1."""
+    case = (*case[:5], sf.within(ctx, "activation", case[5], tuple(ACTIVATIONS)))
     out = ctx.feed_forward(*case[:5], activation=case[5])
     ctx.assert_close(out, as_convolution(*case), f"FFN against two width-1 convolutions ({case[5]})", scale=4,
                      same_dtype=lambda dt: as_convolution(*(a.to(dt) for a in case[:5]), case[5]))
@@ -191,6 +194,7 @@ def pre_norm_encoder_layers_keep_the_tokens_apart(ctx: Context, seed, t, heads, 
     Measured over 263 random cases: minimum ``r(X_12) / r(X_0)`` 0.043, median 0.15. (Post-norm layers
     with the same weights lose the differences geometrically: median 1.8e-3, minimum 2.9e-7.)
     """
+    ctx.require("norm_first", True)
     d = heads * d_k
     assume(d >= 4)
     x, _ = collapse_case(seed, t, d, 1.0)
@@ -228,6 +232,7 @@ def with_identity_weights_the_network_is_the_activation_of_x_plus_the_first_bias
     ``FFN(x) = act(x + b_1)`` entry by entry (PyTorch's ``relu``/``gelu`` as the expected activation), and
     the same ``x + b_1`` reached as ``x`` with no bias gives the same output."""
     x, b_1, activation = case
+    activation = sf.within(ctx, "activation", activation, tuple(TORCH_ACTIVATIONS))
     d = x.shape[-1]
     eye, zeros = torch.eye(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64)
     out = ctx.feed_forward(x, eye, b_1, eye, zeros, activation=activation)

@@ -11,12 +11,14 @@ arithmetic on the table's published numbers. The properties that call an impleme
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from specformer.context import Context
 from specformer.property import claim_property
-from specformer.protocol.blocks import ModelConfig
+from specformer.protocol.blocks import MODEL_LAYOUTS, ModelConfig
 
 COUNT = ("count_parameters",)
 
@@ -71,8 +73,33 @@ LAYOUTS: dict[str, dict[str, object]] = {
     "bert": {"decoder_layers": 0, "positions": "learned", "final_norm": False, "embedding_norm": True,
              "output_layer": False},
     "bloom": {"decoder_layers": 0, "positions": "alibi", "final_norm": True, "embedding_norm": True,
-              "token_types": 0},
+              "token_types": 0, "tied_output": True},
 }
+
+
+def conforms(config: ModelConfig, layout: str) -> bool:
+    """Whether ``config`` has every field ``layout`` fixes (BERT: some token types; BLOOM: ``d_ff = 4 d_model``)."""
+    fixed = all(getattr(config, name) == value for name, value in LAYOUTS[layout].items())
+    if layout == "bert":
+        return fixed and config.token_types >= 1
+    if layout == "bloom":
+        return fixed and config.d_ff == 4 * config.d_model
+    return fixed
+
+
+def in_declared_layout(ctx: Context, config: ModelConfig, layouts: tuple[str, ...] = MODEL_LAYOUTS) -> ModelConfig:
+    """``config`` if it conforms to a layout among ``layouts`` the implementation declares, else ``config``
+    moved into the first such layout (its fixed fields set); not applicable at once if it declares none."""
+    declared = ctx.choices("model_layout", layouts)
+    if any(conforms(config, layout) for layout in declared):
+        return config
+    layout = declared[0]
+    moved = dataclasses.replace(config, **LAYOUTS[layout])  # type: ignore[arg-type]
+    if layout == "bert":
+        moved = dataclasses.replace(moved, token_types=max(1, moved.token_types))
+    if layout == "bloom":
+        moved = dataclasses.replace(moved, d_ff=4 * moved.d_model)
+    return moved
 
 
 @st.composite
@@ -112,6 +139,7 @@ def table_config(name: str, vocabulary: int = PAPER_VOCABULARY) -> ModelConfig:
 def an_implementations_model_has_the_closed_form_count(ctx: Context, config) -> None:
     """The implementation's model of ``config`` holds :func:`closed_form` parameters; the table's two
     models with the paper's 37,000-token tied vocabulary come to within 3% of 65M and 213M."""
+    config = in_declared_layout(ctx, config)
     counted = ctx.count_parameters(config)
     assert counted == closed_form(config), f"{config}: {counted} parameters, the closed form gives {closed_form(config)}"
     for name, (_, _, _, _, millions) in TABLE.items():
@@ -151,8 +179,7 @@ def an_implementations_vocabulary_matrices_hold_three_v_d_parameters(ctx: Contex
     """Separate source and target embeddings and an untied output layer: the implementation's count grows
     by ``3 d_model`` per vocabulary entry (``3 |V| d_model``; 1.536e9 for ``10^6 x 512``); one shared, tied
     matrix: by ``d_model``."""
-    import dataclasses
-
+    ctx.require("model_layout", "encoder-decoder")
     small = dataclasses.replace(config, shared_embeddings=shared, tied_output=shared, output_layer=True)
     large = dataclasses.replace(small, vocab_size=small.vocab_size + more)
     grown = ctx.count_parameters(large) - ctx.count_parameters(small)

@@ -16,7 +16,7 @@ from specformer.properties.strategies import BOUND, bounded_floats, permutations
 from specformer.protocol.blocks import DECODER_KEYS, ENCODER_KEYS
 
 __all__ = ["BOUND", "LayerCase", "REALISTIC_ONE_IN", "bounded_floats", "layer_cases", "layer_weights",
-           "permutations_of", "realistic", "seeds", "tensors"]
+           "permutations_of", "realistic", "seeds", "tensors", "within"]
 
 
 def layer_weights(seed: int, d_model: int, d_ff: int, keys: tuple[str, ...] = ENCODER_KEYS,
@@ -80,3 +80,13 @@ def layer_cases(draw: st.DrawFn, decoder: bool = False, max_t: int = 5, min_t: i
     memory = 4 * torch.rand(b, s, d_model, generator=g, dtype=torch.float64) - 2  # (B, s, d_model)
     weights = layer_weights(seed + 1, d_model, d_ff, DECODER_KEYS if decoder else ENCODER_KEYS)
     return LayerCase(x, memory, weights, heads)
+
+
+def within(ctx: object, convention: str, drawn: object, values: tuple) -> object:
+    """``drawn`` if the implementation declares it follows that value of ``convention``, else the first of
+    ``values`` it declares (the row ends not applicable at once when it declares none of them).
+
+    Hypothesis draws every value; an implementation is only ever asked for what it declares.
+    """
+    allowed = ctx.choices(convention, values)  # type: ignore[attr-defined]
+    return drawn if drawn in allowed else allowed[0]

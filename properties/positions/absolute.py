@@ -144,6 +144,7 @@ def the_implementations_input_is_the_token_row_plus_the_position_row(ctx: Contex
     """``x[b, i] = E[tokens[b, i]] s + P[i]`` (``s = sqrt(d)`` when asked, else 1): the same position row
     for every sequence of the batch, and ``x - P[i]`` gives the (scaled) token embedding back."""
     tokens, token_table, position_table = case
+    scale = sf.within(ctx, "embedding_scale", scale, (False, True))
     x = ctx.input_embedding(tokens, token_table, position_table, scale=scale)
     s = math.sqrt(token_table.shape[1]) if scale else 1.0
     t = tokens.shape[1]

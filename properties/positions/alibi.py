@@ -23,14 +23,12 @@ import math
 
 import torch
 from hypothesis import example, given
-from hypothesis.errors import UnsatisfiedAssumption
 from hypothesis import strategies as st
 
 from specformer.context import Context, assert_close
 from specformer.properties.tolerances import Tolerance
 from specformer.property import claim_property
-from specformer.properties.blocks.size import closed_form, model_configs
-from specformer.protocol.base import NotApplicable
+from specformer.properties.blocks.size import closed_form, conforms, in_declared_layout, model_configs
 from specformer.protocol.blocks import ModelConfig
 
 from . import strategies as sf
@@ -291,13 +289,13 @@ def an_implementations_alibi_model_holds_no_position_parameters(ctx: Context, co
     """The implementation's ALiBi model holds exactly the parameters of its embeddings and layers: none for
     positions. Where it also builds the same model with another scheme, sinusoidal (or none) adds 0 and a
     learned table of ``n_max`` positions ``n_max d_model``."""
+    config = in_declared_layout(ctx, config, ("encoder-decoder", "bloom"))
     alibi = ctx.count_parameters(config)
     assert alibi == without_positions(config), (
         f"{config}: {alibi} parameters, the embeddings and layers alone hold {without_positions(config)}")
-    try:
-        counted = ctx.count_parameters(dataclasses.replace(config, positions=other))
-    except (NotApplicable, UnsatisfiedAssumption):  # the library has one position scheme only
+    if not conforms(config, "encoder-decoder"):  # BLOOM's layout has ALiBi only
         return
+    counted = ctx.count_parameters(dataclasses.replace(config, positions=other))
     extra = config.max_len * config.d_model if other == "learned" else 0
     assert counted - alibi == extra, f"{other} - ALiBi = {counted - alibi} parameters, expected {extra}"
 
@@ -308,6 +306,7 @@ def an_implementations_alibi_model_holds_no_position_parameters(ctx: Context, co
 def an_implementations_alibi_model_is_smaller_than_its_sinusoidal_one_as_written(ctx: Context, config) -> None:
     """As written (003, next to the comparison with sinusoidal): ALiBi needs no position embeddings, so the
     implementation's model is smaller than the same model with sinusoidal encodings."""
+    ctx.require("model_layout", "encoder-decoder")
     alibi = ctx.count_parameters(config)
     sinusoidal = ctx.count_parameters(dataclasses.replace(config, positions="sinusoidal"))
     assert alibi < sinusoidal, f"ALiBi {alibi} parameters, sinusoidal {sinusoidal}: not smaller"
@@ -344,6 +343,7 @@ def attention_with_alibi_adds_the_fixed_slopes_bias_inside_the_softmax(ctx: Cont
     paper's interleaving for other ``h``), masked above the diagonal when causal: checked on the
     attention's output, independently of any bias the implementation reports."""
     q, k, v = case
+    causal = sf.within(ctx, "alibi_causal", causal, (False, True))
     out = ctx.alibi_attention(q, k, v, causal=causal)
     h, t, d_k = q.shape[1], q.shape[2], q.shape[3]
     signed, future = distances(t, t)

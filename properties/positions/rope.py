@@ -3,8 +3,9 @@
 Expected values come from the rotation matrices themselves, built here in float64 (one
 ``d x d`` block matrix ``R_{Theta,m}`` per position, multiplied on the left, as 003
 writes ``q_m = R_{Theta,m} q``), never from the reference module. Implementations are
-called through ``ctx.rotary(x, positions, pairing=...)``; an adapter that implements one
-pairing only refuses the other with ``NotApplicable``.
+called through ``ctx.rotary(x, positions, pairing=...)``, with a pairing the implementation
+declares (the ``pairing`` convention); the properties that compare both pairings are not
+applicable to an implementation that declares one.
 
 Tolerances: besides the dtype's ``rtol``/``atol``, a rotated entry may carry the error of
 its angle, ``ANGLE_ULPS * eps * (m + 1) * |x|``, where ``eps`` is the dtype's machine
@@ -18,6 +19,7 @@ Properties with ``needs=()`` compute RoPE themselves the way the libraries do in
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -171,6 +173,12 @@ def rope_cases(draw: st.DrawFn, *, max_d: int = 16, max_position: int = MAX_POSI
     return RopeCase(q, k, pq, pk, draw(st.sampled_from(PAIRINGS)), draw(st.integers(0, max_shift)))
 
 
+def with_declared_pairing(ctx: Context, case: RopeCase) -> RopeCase:
+    """``case`` with its pairing replaced by one the implementation declares, if it declares the drawn one not."""
+    pairing = sf.within(ctx, "pairing", case.pairing, PAIRINGS)
+    return case if pairing == case.pairing else dataclasses.replace(case, pairing=pairing)
+
+
 def _t(*rows: list[float]) -> torch.Tensor:
     return torch.tensor([list(rows)], dtype=torch.float64)  # (1, t, d)
 
@@ -198,6 +206,7 @@ def _scores(ctx: Context, case: RopeCase, shift: int = 0) -> torch.Tensor:
 @example(case=ONE_PAIR, base=10000.0)  # (1, 0) at position 1 -> (cos 1, sin 1) = (0.5403, 0.8415)
 def rotary_applies_the_rotation_matrix_of_each_rows_position(ctx: Context, case, base) -> None:
     """``rotary(x, p)_j = R_{Theta,p_j} x_j`` with pair ``i`` rotated by ``p_j base^(-2i/d)``, for both pairings and any base."""
+    case = with_declared_pairing(ctx, case)
     actual = ctx.rotary(case.q, case.pq, pairing=case.pairing, base=base)
     expected = rotate_formula(case.q, case.pq, case.pairing, base)
     assert_within(actual, expected, rotation_bound(ctx, expected, case.q, case.pq),
@@ -220,6 +229,7 @@ def at_position_one_pair_i_turns_by_base_to_the_minus_2i_over_d(ctx: Context, d,
     """A second check of the base, read off the rotation itself: the pairs of a vector of unit pairs
     ``(1, 0)`` turned at position 1 have angles ``theta_i = atan2(x_b, x_a) = base^(-2i/d)`` (all in
     ``(0, 1]``, so the angle is read without wrapping)."""
+    pairing = sf.within(ctx, "pairing", pairing, PAIRINGS)
     out = ctx.rotary(unit_pairs(d, pairing), torch.tensor([1]), pairing=pairing, base=base)[0, 0]
     pairs = pair_indices(d, pairing)
     angles = torch.stack([torch.atan2(out[b], out[a]) for a, b in pairs])  # (d/2,)
@@ -232,6 +242,7 @@ def at_position_one_pair_i_turns_by_base_to_the_minus_2i_over_d(ctx: Context, d,
 @given(case=rope_cases(max_position=MAX_POSITION // 2))
 def rotating_by_m_then_by_n_is_rotating_by_m_plus_n(ctx: Context, case) -> None:
     """Angles proportional to the position: ``R_n R_m = R_{m+n}``, and position 0 leaves ``x`` unchanged."""
+    case = with_declared_pairing(ctx, case)
     m, n = case.pq, case.pq.flip(0)  # two position vectors of the same length
     twice = ctx.rotary(ctx.rotary(case.q, m, pairing=case.pairing), n, pairing=case.pairing)
     once = ctx.rotary(case.q, m + n, pairing=case.pairing)
@@ -247,6 +258,7 @@ def rotating_by_m_then_by_n_is_rotating_by_m_plus_n(ctx: Context, case) -> None:
 @given(case=rope_cases())
 def rotary_keeps_every_pairs_norm_and_dot_products_at_one_position(ctx: Context, case) -> None:
     """``|rot(x)_pair| = |x_pair|`` for every feature pair, and ``rot(q, m) . rot(k, m) = q . k`` (orthogonality)."""
+    case = with_declared_pairing(ctx, case)
     rq = ctx.rotary(case.q, case.pq, pairing=case.pairing)
     d = case.q.shape[-1]
     idx = torch.tensor(pair_indices(d, case.pairing))  # (d/2, 2)
@@ -268,6 +280,7 @@ def rotary_keeps_every_pairs_norm_and_dot_products_at_one_position(ctx: Context,
 @example(case=RopeCase(_t([1.0, 0.0, 0.0, 1.0]), _t([0.0, 1.0, 1.0, 0.0]), _p(5), _p(3), "half", 1000))
 def rotated_scores_depend_on_the_positions_only_through_their_offset(ctx: Context, case) -> None:
     """``rot(q, m) . rot(k, n) = q^T R_{n-m} k``, so shifting every position by ``s`` changes no score."""
+    case = with_declared_pairing(ctx, case)
     scores = _scores(ctx, case)
     shifted = _scores(ctx, case, case.shift)
     expected = score_formula(case.q, case.k, case.pq, case.pk, case.pairing)
@@ -297,6 +310,7 @@ def even_and_odd_parts(q: torch.Tensor, k: torch.Tensor, r: float, pairing: str)
 def swapping_the_positions_keeps_the_even_part_of_the_score_and_flips_the_odd_part(ctx: Context, case) -> None:
     """With ``r = n - m``: ``(s(m,n) + s(n,m))/2 = sum_i cos(r theta_i) q_i.k_i`` (a function of ``|r|``) and
     ``(s(m,n) - s(n,m))/2 = sum_i sin(r theta_i) (q_b k_a - q_a k_b)_i`` (odd in ``r``)."""
+    case = with_declared_pairing(ctx, case)
     q, k = case.q[:, :1], case.k[:, :1]  # one query and one key
     m, n = case.pq[:1], case.pk[:1]
     one = RopeCase(q, k, m, n, case.pairing)
@@ -313,6 +327,7 @@ def swapping_the_positions_keeps_the_even_part_of_the_score_and_flips_the_odd_pa
 @example(case=ONE_PAIR)  # s(1, 0) = sin 1 = 0.841, s(0, 1) = -0.841
 def rotated_scores_depend_only_on_the_distance_as_written(ctx: Context, case) -> None:
     """As written: the score depends on the distance ``|m - n|``, so swapping the two positions keeps it."""
+    case = with_declared_pairing(ctx, case)
     q, k, m, n = case.q[:, :1], case.k[:, :1], case.pq[:1], case.pk[:1]  # one query at m, one key at n
     forward = _scores(ctx, RopeCase(q, k, m, n, case.pairing))  # (B, 1, 1)
     swapped = _scores(ctx, RopeCase(q, k, n, m, case.pairing))  # (B, 1, 1): q at n, k at m
@@ -328,6 +343,7 @@ def rotated_scores_depend_only_on_the_distance_as_written(ctx: Context, case) ->
 @given(case=rope_cases())
 def half_pairing_is_interleaved_pairing_under_a_fixed_feature_permutation(ctx: Context, case) -> None:
     """``half(x) = interleaved(x[..., P])[..., P^-1]`` with ``P = (0, d/2, 1, d/2 + 1, ...)``: the same rotation, re-laid."""
+    ctx.require("pairing", "interleaved"), ctx.require("pairing", "half")  # both pairings are compared
     d = case.q.shape[-1]
     perm = half_from_interleaved_permutation(d)
     half = ctx.rotary(case.q, case.pq, pairing="half")
@@ -341,6 +357,7 @@ def half_pairing_is_interleaved_pairing_under_a_fixed_feature_permutation(ctx: C
 @example(case=RopeCase(_t([1.0, 0.0, 0.0, 0.0]), _t([1.0, 0.0, 0.0, 0.0]), _p(1), _p(1), "interleaved"))
 def both_pairings_give_the_same_rotation_as_written(ctx: Context, case) -> None:
     """As written (003): ``R_{Theta,m}`` is one rotation, so the interleaved and half layouts agree on every input."""
+    ctx.require("pairing", "interleaved"), ctx.require("pairing", "half")  # both pairings are compared
     half = ctx.rotary(case.q, case.pq, pairing="half")
     interleaved = ctx.rotary(case.q, case.pq, pairing="interleaved")
     assert_within(half, interleaved, 2 * rotation_bound(ctx, half, case.q, case.pq),
@@ -362,6 +379,7 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tenso
 def attention_over_rotated_queries_and_keys_ignores_a_common_shift_of_positions(ctx: Context, case, seed) -> None:
     """``softmax(rot(Q) rot(K)^T / sqrt(d)) V`` equals the attention with scores ``q_i^T R_{n_j - m_i} k_j / sqrt(d)``,
     and shifting every position by ``s`` leaves it unchanged: positions enter only through offsets in the scores."""
+    case = with_declared_pairing(ctx, case)
     generator = torch.Generator().manual_seed(seed)
     v = torch.rand(case.k.shape[0], case.k.shape[1], 3, generator=generator, dtype=torch.float64) * 6 - 3  # (B, t_k, 3)
     d = case.q.shape[-1]
@@ -388,6 +406,7 @@ def attention_over_rotated_queries_and_keys_ignores_a_common_shift_of_positions(
 def the_relative_property_holds_at_large_offsets_to_the_dtypes_precision(ctx: Context, case) -> None:
     """At positions up to about a million, ``q_(m+s) . k_(n+s) = q^T R_{n-m} k`` within ``8 eps (m + n + 2) |q| |k|``
     (``eps`` of the dtype, at most float32's): the error may grow with the position, no faster than linearly."""
+    case = with_declared_pairing(ctx, case)
     shifted = _scores(ctx, case, case.shift)
     expected = score_formula(case.q, case.k, case.pq, case.pk, case.pairing)
     assert_within(shifted, expected, score_bound(ctx, case.q, case.k, case.pq + case.shift, case.pk + case.shift),
@@ -421,6 +440,7 @@ def float32_angles_keep_the_relative_property_to_within_eps_times_the_position(c
     """With float32 angles (as the libraries compute them), the score of unit vectors at key position ``n < 2^19``
     and query position ``n + r`` is off by at most ``8 eps_32 (2n + r + 2)`` (``5e-4`` at ``n = 2^8``, ``1`` at ``2^19``;
     measured: ``4e-6`` at ``2^11``, ``3e-4`` to ``6e-4`` at ``2^18``)."""
+    case = with_declared_pairing(ctx, case)
     q, k, n, r = case
     error = float32_score_error(q, k, n, r)
     bound = ANGLE_ULPS * torch.finfo(torch.float32).eps * (2 * n + r + 2) + 1e-12
@@ -434,6 +454,7 @@ def float32_angles_keep_the_relative_property_to_within_eps_times_the_position(c
 def float32_rope_keeps_the_relative_property_at_any_position_as_written(ctx: Context, case) -> None:
     """As written (003): RoPE extrapolates to any length, read as: the relative property holds at every position, in
     float32 as the libraries compute it, to within ``1e-3 |q| |k|``. Drawn: key positions ``2^20`` to ``2^28``."""
+    case = with_declared_pairing(ctx, case)
     q, k, n, r = case
     error = float32_score_error(q, k, n, r)
     assert error <= RELATIVE_SLACK, (f"float32 angles at n={n}, r={r}, d={q.shape[0]}: q_(n+r) . k_n is off by "

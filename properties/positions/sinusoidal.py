@@ -68,7 +68,7 @@ def check_entries(actual: torch.Tensor, expected: torch.Tensor, bound: torch.Ten
         idx = tuple(int(i) for i in torch.unravel_index((err - bound).argmax(), err.shape))
         raise AssertionError(f"{what}: {int(bad.sum())} of {bad.numel()} entries out of tolerance; worst at {idx}: "
                              f"got {float(actual[idx]):.9g}, expected {float(expected[idx]):.9g} "
-                             f"(allowed {float(bound[idx]):.3g})")
+                             f"(allowed error {float(bound[idx]):.3g})")
 
 
 def encode(ctx: Context, positions: torch.Tensor, d_model: int, base: float = BASE) -> torch.Tensor:

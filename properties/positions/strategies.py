@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from specformer.properties.strategies import BOUND, bounded_floats, permutations_of, seeds, tensors
 
-__all__ = ["BOUND", "bounded_floats", "permutations_of", "seeds", "tensors", "positions", "even_widths"]
+__all__ = ["BOUND", "bounded_floats", "permutations_of", "seeds", "tensors", "positions", "even_widths", "within"]
 
 
 @st.composite
@@ -26,3 +26,13 @@ def positions(draw: st.DrawFn, *, max_t: int = 8, max_position: int = 2048, dist
 def even_widths(max_d: int = 16) -> st.SearchStrategy[int]:
     """Even feature widths ``2..max_d`` (sinusoidal and rotary encodings pair their features)."""
     return st.integers(1, max_d // 2).map(lambda n: 2 * n)
+
+
+def within(ctx: object, convention: str, drawn: object, values: tuple) -> object:
+    """``drawn`` if the implementation declares it follows that value of ``convention``, else the first of
+    ``values`` it declares (the row ends not applicable at once when it declares none of them).
+
+    Hypothesis draws every value; an implementation is only ever asked for what it declares.
+    """
+    allowed = ctx.choices(convention, values)  # type: ignore[attr-defined]
+    return drawn if drawn in allowed else allowed[0]

@@ -14,6 +14,7 @@ in float64 rows only.
 from __future__ import annotations
 
 import functools
+import itertools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
@@ -21,7 +22,7 @@ from typing import Any, TypeVar
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from specformer.context import Context
+from specformer.context import Context, ImplementationError
 from specformer.property import claim_property
 from specformer.reference.tokenization.bpe import (
     byte_word_counts,
@@ -224,6 +225,28 @@ def each_merge_is_a_most_frequent_pair_of_the_corpus_as_merged_so_far(ctx: Conte
         segments = {word: merge_everywhere(symbols, pair) for word, symbols in segments.items()}
 
 
+@claim_property("bpe.most-frequent-pair", needs=("byte_bpe_train",), dtypes=F64)
+@given(words=BYTE_CORPORA, num_merges=BUDGETS)
+@example(words={"a\u00e9".encode(): 3, b"ab": 1}, num_merges=3)
+def each_byte_merge_is_a_most_frequent_pair_and_training_stops_only_without_pairs(ctx: Context, words,
+                                                                                 num_merges) -> None:
+    """Byte level: replaying the implementation's merges on the pieces' bytes, each is a pair of highest weighted
+    count at its turn (ties: any of them), and fewer merges than asked leave every piece a single symbol."""
+    merges = ctx.byte_bpe_train(words, num_merges)
+    assert len(merges) <= num_merges, f"{len(merges)} merges for a budget of {num_merges}"
+    segments: dict[bytes, list[bytes]] = {word: [word[i:i + 1] for i in range(len(word))] for word in words}
+    for rank, pair in enumerate(merges):
+        counts = pair_counts(segments, words)
+        best = max(counts.values(), default=0)
+        assert best and counts.get(pair, 0) == best, (
+            f"byte merge {rank} {pair!r} occurs {counts.get(pair, 0)} times in the pieces as merged so far, the "
+            f"most frequent pair {best} times (merges {merges})")
+        segments = {word: merge_everywhere(symbols, pair) for word, symbols in segments.items()}
+    if len(merges) < num_merges:
+        split = {word: symbols for word, symbols in segments.items() if len(symbols) > 1}
+        assert not split, f"training stopped after {len(merges)} of {num_merges} merges with pairs left: {split}"
+
+
 @claim_property("bpe.learn-bpe-merges", needs=(), dtypes=F64)
 @given(corpus=WORD_LISTS, num_merges=BUDGETS)
 @example(corpus=["low", "low", "lower", "newest", "widest"], num_merges=8)
@@ -259,25 +282,45 @@ def learn_bpe_merges_depends_only_on_the_words_and_their_counts_as_written(ctx: 
                                  "max() returns whichever tied pair was counted first")
 
 
-@claim_property("bpe.learn-bpe-merges", needs=("bpe_train",), dtypes=F64)
-@given(words=sf.corpora(), num_merges=BUDGETS)
-@example(words={"ab": 1, "cd": 1}, num_merges=1)
-def the_merges_do_not_depend_on_the_order_of_the_words(ctx: Context, words, num_merges) -> None:
-    """Corrected: the same word counts listed in reverse order give the same merges."""
-    forward = ctx.bpe_train(words, num_merges)
-    backward = ctx.bpe_train(dict(reversed(list(words.items()))), num_merges)
-    assert forward == backward, f"{words} gives {forward}, the same counts reversed give {backward}"
+def first_tie(words: Mapping[str, int], merges: Sequence[tuple[str, str]]) -> int | None:
+    """The rank of the first of ``merges`` taken when the highest pair count was shared, or None (no tie)."""
+    segments = initial_segments(words)
+    for rank, pair in enumerate(merges):
+        counts = pair_counts(segments, words)
+        best = max(counts.values(), default=0)
+        if sum(c == best for c in counts.values()) > 1:
+            return rank
+        segments = {word: merge_everywhere(symbols, pair) for word, symbols in segments.items()}
+    return None
 
 
 @claim_property("bpe.learn-bpe-merges", needs=("bpe_train",), dtypes=F64)
 @given(words=sf.corpora(), num_merges=BUDGETS)
-@example(words={"cd": 1, "ab": 1}, num_merges=2)
-@example(words={"cd": 5, "ab": 1, "ae": 1}, num_merges=1)
-def the_trainer_learns_the_naive_merges_with_ties_to_the_smallest_pair(ctx: Context, words, num_merges) -> None:
-    """The documents' algorithm with the tie rule made explicit (smallest pair): the reference's naive trainer."""
+@example(words={"ab": 1, "cd": 1}, num_merges=2)
+def training_the_same_counts_again_gives_the_same_merges(ctx: Context, words, num_merges) -> None:
+    """Corrected: the tie rule is the implementation's, but deterministic: the same counts, listed in the same
+    order, give the same merges a second time."""
+    first = ctx.bpe_train(words, num_merges)
+    second = ctx.bpe_train(dict(words), num_merges)
+    assert first == second, f"{words} gives {first}, and trained again {second}"
+
+
+@claim_property("bpe.learn-bpe-merges", needs=("bpe_train",), dtypes=F64)
+@given(words=sf.corpora(max_count=30), num_merges=BUDGETS)
+@example(words={"cd": 5, "ab": 1, "ae": 1}, num_merges=3)
+def without_a_tie_the_trainer_learns_the_naive_merges(ctx: Context, words, num_merges) -> None:
+    """Corrected: up to the first step where the highest pair count is shared, every correct trainer learns the
+    reference's naive merges (001's algorithm); when no step is tied, the whole list, its length included.
+    After a tie any most frequent pair is right (bpe.most-frequent-pair checks those)."""
     merges = ctx.bpe_train(words, num_merges)
     naive = train_bpe_naive(words, num_merges)
-    assert merges == naive, f"{words}: the implementation learns {merges}, the naive trainer {naive}"
+    tie = first_tie(words, naive)
+    agreed = len(naive) if tie is None else tie
+    assert merges[:agreed] == naive[:agreed], (
+        f"{words}: the implementation learns {merges}, the naive trainer {naive}; no pair count was tied "
+        f"before merge {agreed}")
+    if tie is None:
+        assert merges == naive, f"{words}, no tie: the implementation learns {merges}, the naive trainer {naive}"
 
 
 @claim_property("bpe.vocabulary-size", needs=("bpe_train",), dtypes=F64)
@@ -352,15 +395,55 @@ def byte_encoding_applies_the_merges_in_the_order_they_were_learned(ctx: Context
     assert tokens == expected, f"{text!r} with merges {merges}: {tokens}, in rank order {expected}"
 
 
-@claim_property("bpe.merge-order", needs=("bpe_train", "bpe_encode"), expect="counterexample", dtypes=F64)
-@given(words=sf.corpora(), num_merges=BUDGETS, word=sf.words("abcde", 8))
-@example(words={"bc": 10, "ab": 5}, num_merges=4, word="abc")
-def encoding_takes_the_longest_vocabulary_symbol_first_as_written(ctx: Context, words, num_merges, word) -> None:
-    """As written: encoding greedily takes the longest learned subword, left to right."""
+def words_upto(alphabet: str, length: int) -> list[str]:
+    """Every word of 1 to ``length`` letters over ``alphabet``, shortest first."""
+    return ["".join(letters) for n in range(1, length + 1) for letters in itertools.product(alphabet, repeat=n)]
+
+
+def rank_order_differs(merges: Sequence[tuple[str, str]], vocab: set[str], alphabet: str,
+                       limit: int = 3) -> list[str]:
+    """Up to ``limit`` of the shortest words over ``alphabet`` (at most 4 letters) whose rank-order split with
+    ``merges`` (the reference's encoder, used only to choose where to look) is not the greedy longest match."""
+    found = []
+    for word in words_upto(alphabet, 4):
+        try:
+            differs = encode(word, merges) != longest_match(word, vocab)
+        except ValueError:  # merges that no trainer learns (a symbol that cannot occur): nothing to search
+            return found
+        if differs:
+            found.append(word)
+            if len(found) == limit:
+                break
+    return found
+
+
+@claim_property("bpe.longest-match", needs=("bpe_train", "bpe_encode"), dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS)
+@example(words={"bc": 10, "bcd": 1, "ab": 5, "abe": 1}, num_merges=3)
+def where_rank_order_and_longest_match_differ_the_split_is_rank_order(ctx: Context, words, num_merges) -> None:
+    """Corrected: on the words where the two rules disagree (found with the implementation's own merges), the
+    implementation's split is the rank-order one, not the longest match."""
     merges = ctx.bpe_train(words, num_merges)
-    symbols, greedy = ctx.bpe_encode(word, merges), longest_match(word, vocabulary(words, merges))
-    assert symbols == greedy, (f"{word!r} with merges {merges}: BPE gives {symbols}, the longest match over the "
-                               f"vocabulary {greedy}")
+    letters = "".join(sorted(set("".join(words))))
+    for word in rank_order_differs(merges, vocabulary(words, merges), letters):
+        symbols, expected = ctx.bpe_encode(word, merges), encode(word, merges)
+        assert symbols == expected, f"{word!r} with merges {merges}: {symbols}, in rank order {expected}"
+
+
+@claim_property("bpe.longest-match", needs=("bpe_train", "bpe_encode"), expect="counterexample", dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS, word=sf.words("abcde", 6))
+@example(words={"bc": 10, "bcd": 1, "ab": 5, "abe": 1}, num_merges=3, word="abc")  # no tie: any tie rule
+def encoding_takes_the_longest_vocabulary_symbol_first_as_written(ctx: Context, words, num_merges, word) -> None:
+    """As written: encoding greedily takes the longest learned subword, left to right. Searched with the
+    implementation's own merges (whatever its tie rule): besides the drawn word, the words of up to 4 letters
+    of the corpus whose rank-order split differs from the longest match are encoded."""
+    merges = ctx.bpe_train(words, num_merges)
+    vocab = vocabulary(words, merges)
+    letters = "".join(sorted(set("".join(words))))
+    for candidate in [word, *rank_order_differs(merges, vocab, letters)]:
+        symbols, greedy = ctx.bpe_encode(candidate, merges), longest_match(candidate, vocab)
+        assert symbols == greedy, (f"{candidate!r} with merges {merges}: BPE gives {symbols}, the longest match "
+                                   f"over the vocabulary {greedy}")
 
 
 # --------------------------------------------------------------------------- coverage and OOV
@@ -394,11 +477,14 @@ def every_word_is_spelled_with_vocabulary_symbols_as_written(ctx: Context, words
 
 @claim_property("bpe.no-oov", needs=("tokenize_text", "detokenize_text"), dtypes=F64)
 @given(text=training_texts())
-def text_of_training_words_comes_back_with_single_spaces(ctx: Context, text) -> None:
-    """Character level on running text: the words come back, the whitespace between them as one space."""
+@example(text="  return\tthe\n value ")
+def text_of_training_words_comes_back_word_for_word(ctx: Context, text) -> None:
+    """Character level on running text: the words come back in order. Whitespace between them may come back as it
+    was or as single spaces (a tokenizer that splits on spaces only keeps a tab inside a word; one that splits on
+    all whitespace keeps none); ``back.split() == text.split()`` either way."""
     tokens = ctx.tokenize_text("bpe", text)
     back = ctx.detokenize_text("bpe", tokens)
-    assert back == " ".join(text.split()), f"{text!r} -> {tokens} -> {back!r}"
+    assert back.split() == text.split(), f"{text!r} -> {tokens} -> {back!r}: other words"
 
 
 @claim_property("bpe.no-oov", needs=("byte_bpe_encode",), dtypes=F64)
@@ -445,6 +531,62 @@ def lone_surrogates_come_back_exactly_or_are_refused(ctx: Context, text) -> None
     back = ctx.byte_bpe_decode(tokens)
     same = back == text  # not in the assert: pytest's rewritten diff would print the raw surrogate
     assert same, f"{text!r} -> {tokens} -> {back!r}"
+
+
+#: What a byte-level decoder may do with bytes that are not UTF-8 (no encoder makes them from a ``str``).
+INVALID_UTF8 = (b"\xff", b"\xc3", b"\x80", b"\xe6\xbc", b"\xf0\x9f\x98", b"\xc0\xaf", b"\xed\xa0\x80",
+                b"\xf8\x88\x80\x80\x80")
+#: The exception types that count as refusing the bytes (``ValueError`` and its Unicode subclasses).
+REFUSALS = ("ValueError", "UnicodeDecodeError", "UnicodeError")
+
+
+@st.composite
+def byte_token_sequences(draw: st.DrawFn) -> list[bytes]:
+    """Byte tokens: UTF-8 of awkward text with invalid sequences spliced in, cut at arbitrary byte offsets."""
+    parts = draw(st.lists(st.one_of(sf.texts(max_size=3).map(str.encode), st.sampled_from(INVALID_UTF8),
+                                    st.binary(max_size=4)), max_size=6), label="parts")
+    data = b"".join(parts)
+    cuts = sorted(draw(st.sets(st.integers(1, max(len(data) - 1, 1)), max_size=6), label="cuts"))
+    bounds = [0, *[c for c in cuts if c < len(data)], len(data)]
+    return [data[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def _encodes_to(text: str, errors: str, data: bytes) -> bool:
+    """Whether ``text`` encodes to ``data`` in UTF-8 with the error handler ``errors``."""
+    try:
+        return text.encode("utf-8", errors) == data
+    except UnicodeEncodeError:
+        return False
+
+
+@claim_property("bpe.byte-level-round-trip", needs=("byte_bpe_decode",), dtypes=F64)
+@given(tokens=byte_token_sequences())
+@example(tokens=[b"a", b"\xc3", b"\xa9", b"\xff", b"b"])
+def decoding_bytes_that_are_not_utf8_is_refused_or_marked_never_silent(ctx: Context, tokens) -> None:
+    """Any byte tokens, cut anywhere: UTF-8 (a character may span tokens) decodes exactly; other bytes are refused
+    with a ``ValueError``, decoded losslessly (bytes that re-encode to the same, such as surrogates with
+    ``"surrogatepass"``), or replaced by U+FFFD per maximal ill-formed subpart (Unicode's practice, Python's
+    ``"replace"``); never dropped or decoded token by token."""
+    data = b"".join(tokens)
+    try:
+        text = ctx.byte_bpe_decode(tokens)
+    except ImplementationError as exc:
+        refused = any(f" raised {name}:" in str(exc) for name in REFUSALS)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            if refused:
+                return
+        raise
+    try:
+        expected = data.decode("utf-8")
+    except UnicodeDecodeError:
+        lossless = any(_encodes_to(text, errors, data) for errors in ("surrogatepass", "surrogateescape"))
+        replaced = text == data.decode("utf-8", "replace")
+        assert lossless or replaced, (f"{tokens} (not UTF-8) decode to {text!r}: neither the bytes themselves nor "
+                                      f"U+FFFD per ill-formed subpart {data.decode('utf-8', 'replace')!r}")
+        return
+    assert text == expected, f"{tokens} (UTF-8 of {expected!r}) decode to {text!r}"
 
 
 @claim_property("bpe.byte-fallback", needs=("byte_bpe_encode",), dtypes=F64)
@@ -516,13 +658,50 @@ def frequent_words_become_single_symbols_before_rarer_ones_as_written(ctx: Conte
 
 @claim_property("bpe.between-characters-and-words", needs=("tokenize_text",), dtypes=F64)
 @given(text=training_texts())
+@example(text="one\ttwo three")
 def a_text_has_at_least_a_token_per_word_and_at_most_one_per_character_and_marker(ctx: Context, text) -> None:
-    """Character level on training words: ``#words <= #tokens <= #characters + #words`` (the markers)."""
+    """Character level on training words: at least one token per space-separated chunk holding a word (every
+    whitespace rule splits at spaces), at most one per character that is not a space plus one marker per word
+    (a word: a space-separated chunk, or a whitespace-separated one, whichever are more)."""
     tokens = ctx.tokenize_text("bpe", text)
-    words = text.split()
-    most = sum(map(len, words)) + len(words)
-    assert len(words) <= len(tokens) <= most, (f"{text!r}: {len(tokens)} tokens for {len(words)} words and "
-                                               f"{most - len(words)} characters: {tokens}")
+    chunks = [chunk for chunk in text.split(" ") if chunk]  # a chunk may be a tab or a newline alone
+    least = sum(not chunk.isspace() for chunk in chunks)
+    most = sum(c != " " for c in text) + max(len(chunks), len(text.split()))
+    assert least <= len(tokens) <= most, (
+        f"{text!r}: {len(tokens)} tokens for {least} space-separated chunks with a word and at most {most} "
+        f"characters and markers: {tokens}")
+
+
+@st.composite
+def spaced_texts(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """Training words joined by runs of spaces (the whitespace every splitter splits at), and the words."""
+    words = draw(st.lists(st.sampled_from(_clean_training_words()), min_size=1, max_size=12), label="words")
+    runs = draw(st.lists(st.sampled_from([" ", "  ", "   "]), min_size=len(words) + 1, max_size=len(words) + 1))
+    ends = draw(st.tuples(st.booleans(), st.booleans()))
+    text = (runs[0] if ends[0] else "") + "".join(w + r for w, r in zip(words, runs[1:]))
+    return (text if ends[1] else text.rstrip(" ")), words
+
+
+@claim_property("bpe.between-characters-and-words", needs=("tokenize_text",), dtypes=F64)
+@given(case=spaced_texts())
+@example(case=(" the  value ", ["the", "value"]))
+def each_word_is_its_own_tokens_ending_in_one_marker(ctx: Context, case) -> None:
+    """Word by word: no token holds whitespace; the tokens fall into one group per word, in order, each ending in
+    exactly one end-of-word marker (at the end of its last token) and spelling the word before it."""
+    text, words = case
+    tokens = ctx.tokenize_text("bpe", text)
+    spaced = [t for t in tokens if any(c.isspace() for c in t)]
+    assert not spaced, f"{text!r}: tokens {spaced} hold whitespace ({tokens})"
+    groups: list[list[str]] = [[]]
+    for token in tokens:
+        assert token.count(EOW) <= 1 and (EOW not in token or token.endswith(EOW)), (
+            f"{text!r}: the token {token!r} holds the marker {EOW!r} other than once at its end ({tokens})")
+        groups[-1].append(token)
+        if token.endswith(EOW):
+            groups.append([])
+    assert not groups[-1], f"{text!r}: the tokens {groups[-1]} after the last marker end no word ({tokens})"
+    spelled = ["".join(group)[:-len(EOW)] for group in groups[:-1]]
+    assert spelled == words, f"{text!r}: the tokens {tokens} spell the words {spelled}, not {words}"
 
 
 # --------------------------------------------------------------------------- libraries

@@ -41,6 +41,7 @@ from typing import Any
 import torch
 
 from specformer.adapters.hf_common import additive_mask, transformers_module
+from specformer.protocol import Capabilities
 from specformer.protocol.base import NotApplicable
 from specformer.protocol.blocks import ModelConfig
 
@@ -55,6 +56,8 @@ class HuggingFaceBloom:
     """BLOOM's ``build_alibi_tensor`` as ``(h, t_q, t_k)`` biases, its attention with them, and its parameter count."""
 
     name = NAME
+    #: BLOOM is a decoder: its +m j bias is ALiBi's under the causal mask only; its layout is fixed.
+    capabilities = Capabilities(conventions={"alibi_causal": frozenset({True}), "model_layout": frozenset({"bloom"})})
 
     def alibi_bias(self, h: int, t_q: int, t_k: int, *, causal: bool = False, dtype: torch.dtype,
                    device: str) -> torch.Tensor:

@@ -13,13 +13,14 @@ family's learned table and input sum).
 * ``encoder_stack``: ``torch.nn.TransformerEncoder(layer, num_layers, norm=...)`` with
   ``enable_nested_tensor=False``, each of its (deep-copied) layers loaded with its own
   weights, and ``norm`` a ``LayerNorm`` holding ``final_norm`` (``None``: no final norm).
-* ``count_parameters``: ``torch.nn.Transformer`` (encoder-decoder, ``custom_encoder`` or
-  ``custom_decoder`` left out for one-stack models: a ``TransformerEncoder`` or
-  ``TransformerDecoder`` with its final ``LayerNorm``) built on the ``meta`` device, plus
-  ``nn.Embedding`` tables for tokens, learned positions and token types, a ``LayerNorm``
-  after the input sum and an ``nn.Linear`` output layer when untied; PyTorch's module
-  parameters are counted, shared ones once. ``nn.Transformer`` always ends both stacks
-  with a ``LayerNorm``: a configuration without ``final_norm`` is not applicable.
+* ``count_parameters``: ``torch.nn.Transformer`` with a ``custom_encoder`` and
+  ``custom_decoder`` (``TransformerEncoder``/``TransformerDecoder`` whose ``norm`` is a
+  ``LayerNorm`` when ``final_norm``, else ``None``: the default ``nn.Transformer`` always
+  ends both stacks with one), or a ``TransformerEncoder`` alone for an encoder, built on
+  the ``meta`` device, plus ``nn.Embedding`` tables for tokens, learned positions and
+  token types, a ``LayerNorm`` after the input sum and an ``nn.Linear`` output layer when
+  untied; PyTorch's module parameters are counted, shared ones once. It declares the
+  ``encoder-decoder`` layout (``model_layout``).
 * ``learned_positions``: ``torch.nn.Embedding(n_max, d)`` holding the table, called on
   the positions (it raises ``IndexError`` past its rows on the CPU).
 * ``input_embedding``: two ``nn.Embedding`` modules (tokens, positions) and their sum,
@@ -42,6 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from specformer.protocol import Capabilities
 from specformer.protocol.base import NotApplicable
 from specformer.protocol.blocks import ModelConfig
 
@@ -83,6 +85,9 @@ class TorchNN:
     """``torch.nn`` modules, one per operation."""
 
     name = "torch-nn"
+    #: torch.nn's layers offer relu and gelu (no tanh GELU by name); count_parameters builds encoder-decoders.
+    capabilities = Capabilities(conventions={"activation": frozenset({"relu", "gelu"}),
+                                             "model_layout": frozenset({"encoder-decoder"})})
 
     def layer_norm(self, x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, *, eps: float = 1e-5) -> torch.Tensor:
         """``torch.nn.LayerNorm`` with ``weight = gamma`` and ``bias = beta``."""
@@ -162,22 +167,23 @@ class TorchNN:
     def count_parameters(self, config: ModelConfig) -> int:
         """Parameters of ``torch.nn.Transformer`` (or one of its stacks) plus embedding and output modules."""
         c = config
-        if not c.final_norm:
-            raise NotApplicable("torch.nn.Transformer ends each stack with a LayerNorm (final_norm=True only)")
-        if c.encoder_layers < 1 and c.decoder_layers < 1:
-            raise NotApplicable("torch.nn.Transformer needs at least one layer")
+        if c.encoder_layers < 1:
+            raise ValueError("torch.nn's stacks need at least one encoder layer (a decoder stack attends to its memory)")
         _heads(c.d_model, c.heads)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # nested-tensor advice
-            kwargs = dict(d_model=c.d_model, nhead=c.heads, dim_feedforward=c.d_ff, device="meta")
-            if c.encoder_layers and c.decoder_layers:
-                body: nn.Module = nn.Transformer(num_encoder_layers=c.encoder_layers,
-                                                 num_decoder_layers=c.decoder_layers, **kwargs)
-            elif c.encoder_layers:
-                layer = nn.TransformerEncoderLayer(c.d_model, c.heads, c.d_ff, device="meta")
-                body = nn.TransformerEncoder(layer, c.encoder_layers, norm=nn.LayerNorm(c.d_model, device="meta"))
-            else:
-                raise NotApplicable("a decoder stack alone has no memory to attend to in torch.nn")
+
+            def norm() -> nn.Module | None:
+                return nn.LayerNorm(c.d_model, device="meta") if c.final_norm else None
+
+            encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(c.d_model, c.heads, c.d_ff, device="meta"),
+                                            c.encoder_layers, norm=norm())
+            body: nn.Module = encoder
+            if c.decoder_layers:
+                decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(c.d_model, c.heads, c.d_ff, device="meta"),
+                                                c.decoder_layers, norm=norm())
+                body = nn.Transformer(c.d_model, c.heads, custom_encoder=encoder, custom_decoder=decoder,
+                                      device="meta")
         modules = nn.ModuleDict({"body": body, "tokens": nn.Embedding(c.vocab_size, c.d_model, device="meta")})
         if c.encoder_layers and c.decoder_layers and not c.shared_embeddings:
             modules["target"] = nn.Embedding(c.vocab_size, c.d_model, device="meta")

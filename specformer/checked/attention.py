@@ -8,19 +8,19 @@ shapes of the inputs the property drew, never anything the implementation report
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from hypothesis import reject
 
 from specformer.protocol.attention import AttentionOutput, MultiHeadParams
 
-if TYPE_CHECKING:
-    from specformer.context import ContextBase as _Base
-else:
-    _Base = object
+from specformer.checked import register
+from specformer.checked.base import ContextBase as _Base
+from specformer.checked.base import ImplementationError
 
 
+@register
 class AttentionCalls(_Base):
     """The attention family's operations, as a property calls them."""
 
@@ -38,7 +38,6 @@ class AttentionCalls(_Base):
 
         ``need_weights=False`` is passed on only to implementations that accept it.
         """
-        from specformer.context import ImplementationError
 
         result = self.call("attention", self.cast(q), self.cast(k), self.cast(v), self.cast(mask),
                            names=("q", "k", "v", "mask"), optional={} if need_weights else {"need_weights": False},

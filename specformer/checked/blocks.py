@@ -8,18 +8,15 @@ dtype and device, and returns a float64 CPU tensor.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
+from specformer.checked import register
+from specformer.checked.base import ContextBase as _Base
+from specformer.checked.base import ImplementationError
 from specformer.protocol.blocks import ModelConfig
 
-if TYPE_CHECKING:
-    from specformer.context import ContextBase as _Base
-else:
-    _Base = object
 
-
+@register
 class BlockCalls(_Base):
     """The blocks family's operations, as a property calls them."""
 
@@ -67,7 +64,6 @@ class BlockCalls(_Base):
 
     def count_parameters(self, config: ModelConfig) -> int:
         """The implementation's parameter count of the model ``config`` describes (a non-negative int)."""
-        from specformer.context import ImplementationError
         from specformer.wire import describe
 
         result = self.call("count_parameters", config, names=("config",))

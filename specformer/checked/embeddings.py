@@ -9,16 +9,15 @@ device of the model that computes them: only their shape and floating kind are c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 import torch
 
-if TYPE_CHECKING:
-    from specformer.context import ContextBase as _Base
-else:
-    _Base = object
+from specformer.checked import register
+from specformer.checked.base import ContextBase as _Base
+from specformer.checked.base import ImplementationError
 
 
+@register
 class EmbeddingCalls(_Base):
     """The embeddings family's operations, as a property calls them."""
 
@@ -59,7 +58,6 @@ class EmbeddingCalls(_Base):
     def token_vectors(self, text: str, layer: int = -1) -> tuple[list[str], torch.Tensor]:
         """The implementation's tokens of ``text`` and their vectors after ``layer``, as float64."""
         from specformer.checked.tokenization import _items
-        from specformer.context import ImplementationError
         from specformer.wire import describe
 
         result = self.call("token_vectors", text, names=("text",), layer=layer)
@@ -76,7 +74,6 @@ def _own_vectors(op: str, value: object, rows: int, what: str) -> torch.Tensor:
     unlike :meth:`Context._returned` any floating dtype and any device is taken;
     the shape, the dtype's kind and the values are checked.
     """
-    from specformer.context import ImplementationError
     from specformer.wire import WireTensor, describe
 
     if not isinstance(value, WireTensor) or len(value.shape) != 2 or value.shape[1] < 1:

@@ -9,16 +9,16 @@ returns a float64 CPU tensor.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-if TYPE_CHECKING:
-    from specformer.context import ContextBase as _Base
-else:
-    _Base = object
+from specformer.checked import register
+from specformer.checked.base import ContextBase as _Base
+from specformer.checked.base import ImplementationError
 
 
+@register
 class PositionCalls(_Base):
     """The positions family's operations, as a property calls them."""
 
@@ -60,8 +60,6 @@ class PositionCalls(_Base):
         An answer is still checked (a tensor of the right shape, dtype and device); raising
         is what the protocol asks for positions past the table.
         """
-        from specformer.context import ImplementationError
-
         try:
             self.learned_positions(positions, table)
         except ImplementationError as error:

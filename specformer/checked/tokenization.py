@@ -9,19 +9,17 @@ CPU, in float64 rows only (see :func:`specformer.property.claim_property`'s ``dt
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from specformer.context import ContextBase as _Base
-else:
-    _Base = object
+from specformer.checked import register
+from specformer.checked.base import ContextBase as _Base
+from specformer.checked.base import ImplementationError
 
 #: The longest list a tokenization operation may return (a bound against runaway output).
 MAX_ITEMS = 1_000_000
 
 
 def _items(op: str, value: Any, item: type, what: str) -> list[Any]:
-    from specformer.context import ImplementationError
     from specformer.wire import describe
 
     if not isinstance(value, (list, tuple)):
@@ -35,7 +33,6 @@ def _items(op: str, value: Any, item: type, what: str) -> list[Any]:
 
 
 def _pairs(op: str, value: Any, item: type, what: str) -> list[tuple[Any, Any]]:
-    from specformer.context import ImplementationError
 
     if not isinstance(value, (list, tuple)):
         _items(op, value, tuple, what)  # raises with the type found
@@ -50,6 +47,7 @@ def _pairs(op: str, value: Any, item: type, what: str) -> list[tuple[Any, Any]]:
     return pairs
 
 
+@register
 class TokenizationCalls(_Base):
     """The tokenization family's operations, as a property calls them."""
 
@@ -103,7 +101,6 @@ class TokenizationCalls(_Base):
         return self._text("detokenize_text", result)
 
     def _text(self, op: str, value: Any) -> str:
-        from specformer.context import ImplementationError
         from specformer.wire import describe
 
         if type(value) is not str:

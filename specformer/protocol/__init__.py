@@ -21,10 +21,15 @@ from specformer.protocol.attention import (
     ScoreImplementation,
 )
 from specformer.protocol.base import Family, NotApplicable, Operation
+from specformer.protocol.capabilities import Capabilities, CapabilityError, Convention
 
 __all__ = [
     "AttentionImplementation",
     "AttentionOutput",
+    "Capabilities",
+    "CapabilityError",
+    "CONVENTIONS",
+    "Convention",
     "FAMILIES",
     "Family",
     "MultiHeadImplementation",
@@ -33,6 +38,7 @@ __all__ = [
     "OPERATIONS",
     "Operation",
     "ScoreImplementation",
+    "declared_capabilities",
     "family_of_operation",
     "provided_operations",
 ]
@@ -45,6 +51,34 @@ FAMILIES: dict[str, Family] = {family.name: family for family in (attention.FAMI
 OPERATIONS: dict[str, Operation] = {op.method: op for family in FAMILIES.values() for op in family.operations}
 
 
+def _conventions() -> dict[str, Convention]:
+    merged: dict[str, Convention] = {}
+    for family in FAMILIES.values():
+        for name, convention in family.conventions.items():
+            if name in merged:
+                raise ValueError(f"convention {name!r} is declared by two families")
+            merged[name] = convention
+    return merged
+
+
+#: Every named convention an implementation may declare, by name (unique across families).
+CONVENTIONS: dict[str, Convention] = _conventions()
+
+
+def declared_capabilities(impl: object) -> Capabilities | None:
+    """``impl``'s declared :class:`Capabilities`, checked against the protocol; None if it declares none.
+
+    Raises :class:`CapabilityError` naming the problem (an unknown operation, convention
+    or value, with the closest known name).
+    """
+    from specformer.protocol.capabilities import declared
+
+    capabilities = declared(impl)
+    if capabilities is not None:
+        capabilities.validate(OPERATIONS, CONVENTIONS)
+    return capabilities
+
+
 def family_of_operation(name: str) -> str:
     """The family that declares operation ``name``."""
     for family in FAMILIES.values():
@@ -54,5 +88,9 @@ def family_of_operation(name: str) -> str:
 
 
 def provided_operations(impl: object) -> frozenset[str]:
-    """The operations an implementation provides (callable attributes of that name)."""
-    return frozenset(name for name, op in OPERATIONS.items() if callable(getattr(impl, op.method, None)))
+    """The operations an implementation provides: callable attributes of that name, narrowed
+    to ``capabilities.operations`` when it declares them."""
+    found = frozenset(name for name, op in OPERATIONS.items() if callable(getattr(impl, op.method, None)))
+    capabilities = getattr(impl, "capabilities", None)
+    declared_ops = getattr(capabilities, "operations", None) if isinstance(capabilities, Capabilities) else None
+    return found & declared_ops if declared_ops is not None else found

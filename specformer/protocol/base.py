@@ -6,7 +6,11 @@ Implementations are duck-typed: subclassing is not required.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Mapping, NamedTuple
+
+if TYPE_CHECKING:
+    from specformer.protocol.capabilities import Convention
 
 
 class NotApplicable(Exception):
@@ -26,7 +30,13 @@ class Operation(NamedTuple):
 
 
 class Family(NamedTuple):
-    """A family of claims (``attention``, ...) and the operations its properties call."""
+    """A family of claims (``attention``, ...), the operations its properties call, and its conventions.
+
+    ``conventions`` are the named choices an implementation of the family may make and
+    declare (:class:`~specformer.protocol.capabilities.Convention`): the properties draw
+    only the values an implementation declares.
+    """
 
     name: str
     operations: tuple[Operation, ...]
+    conventions: Mapping[str, "Convention"] = MappingProxyType({})

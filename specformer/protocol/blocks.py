@@ -36,9 +36,12 @@ from typing import Protocol
 import torch
 
 from specformer.protocol.base import Family, Operation
+from specformer.protocol.capabilities import Convention
 
 __all__ = [
     "ACTIVATIONS",
+    "CONVENTIONS",
+    "MODEL_LAYOUTS",
     "DECODER_KEYS",
     "DecoderLayerImplementation",
     "ENCODER_KEYS",
@@ -188,6 +191,24 @@ class ParameterCountImplementation(Protocol):
         ...
 
 
+#: The layouts of :class:`ModelConfig` a ``count_parameters`` may be asked about: an encoder-decoder
+#: (or encoder) with every field free, and the fixed layouts of GPT-2, BERT and BLOOM.
+MODEL_LAYOUTS = ("encoder-decoder", "gpt-2", "bert", "bloom")
+
+#: The conventions an implementation of the blocks family may declare (``Capabilities.conventions``).
+CONVENTIONS: dict[str, Convention] = {
+    "norm_first": Convention((False, True), "where the layers normalise: after each residual sum (False, "
+                             "post-norm, the original transformer and BERT) or each sublayer's input (True, pre-norm, "
+                             "GPT-2)"),
+    "activation": Convention(ACTIVATIONS, "the feed-forward network's non-linearity: relu, the exact erf GELU, or "
+                             "its tanh approximation"),
+    "model_layout": Convention(MODEL_LAYOUTS, "the configurations count_parameters builds: encoder-decoder (any "
+                               "field), gpt-2 (learned positions, final norm, no embedding norm), bert (learned "
+                               "positions, embedding norm, token types, no output layer), bloom (ALiBi, embedding "
+                               "and final norm, d_ff = 4 d_model, a tied or no output layer)"),
+}
+
+
 #: The blocks family, registered in :data:`specformer.protocol.FAMILIES`.
 FAMILY = Family("blocks", (
     Operation("layer_norm", LayerNormImplementation),
@@ -196,4 +217,4 @@ FAMILY = Family("blocks", (
     Operation("decoder_layer", DecoderLayerImplementation),
     Operation("encoder_stack", StackImplementation),
     Operation("count_parameters", ParameterCountImplementation),
-))
+), CONVENTIONS)

@@ -30,8 +30,9 @@ from typing import Any, Protocol
 import torch
 
 from specformer.protocol.base import Family, Operation
+from specformer.protocol.capabilities import Convention
 
-__all__ = ["AlibiAttentionImplementation", "AlibiImplementation", "FAMILY", "InputEmbeddingImplementation",
+__all__ = ["AlibiAttentionImplementation", "CONVENTIONS", "AlibiImplementation", "FAMILY", "InputEmbeddingImplementation",
            "LearnedPositionsImplementation", "PositionalEncodingImplementation", "RotaryImplementation"]
 
 
@@ -129,6 +130,17 @@ class InputEmbeddingImplementation(Protocol):
         ...
 
 
+#: The conventions an implementation of the positions family may declare (``Capabilities.conventions``).
+CONVENTIONS: dict[str, Convention] = {
+    "pairing": Convention(("interleaved", "half"), "which features rotary pairs: (2i, 2i + 1) as in the RoFormer "
+                          "paper, or (i, i + d/2) as in GPT-NeoX and Llama's rotate_half"),
+    "alibi_causal": Convention((False, True), "whether ALiBi (alibi_bias, alibi_attention) is used without (False) "
+                               "or with (True) the causal mask; BLOOM's +m j bias is ALiBi's under the mask only"),
+    "embedding_scale": Convention((False, True), "whether input_embedding multiplies the token rows by "
+                                  "sqrt(d_model) (True, the original paper) or not (False, BERT and GPT-2)"),
+}
+
+
 #: The positions family, registered in :data:`specformer.protocol.FAMILIES`.
 FAMILY = Family(
     "positions",
@@ -140,4 +152,5 @@ FAMILY = Family(
         Operation("learned_positions", LearnedPositionsImplementation),
         Operation("input_embedding", InputEmbeddingImplementation),
     ),
+    CONVENTIONS,
 )

@@ -2,9 +2,9 @@
 
 * ``on_config``: fills the *Claims* section of the navigation with the overview, one
   section per topic and its claim pages;
-* ``on_files``: adds the pages :func:`specformer.site.generate` writes from the spec,
+* ``on_files``: adds the pages :func:`specformer.site.pages.generate` writes from the spec,
   the properties and the reports (below), and the figures of
-  :mod:`specformer.site_plots` as PNGs in ``assets/plots/`` (rendered in memory on every
+  :mod:`specformer.site.plots` as PNGs in ``assets/plots/`` (rendered in memory on every
   build; without Matplotlib the pages have no plots);
 * ``on_post_build``: copies MathJax (the ``es5`` build shipped by the ``mathjax``
   package of django-static-mathjax) into ``assets/mathjax/``, so the site loads
@@ -24,7 +24,7 @@ Reports rendered, merged into one matrix:
   environment variable ``SPECFORMER_PUBLISHED`` (paths joined by ``os.pathsep``,
   relative ones taken from ``docs/``; empty for none) replaces that list, so a build
   can publish reports from elsewhere without touching ``docs/results/``. A listed file
-  that is missing, not JSON or not a report (:func:`specformer.site.report_problem`) is
+  that is missing, not JSON or not a report (:func:`specformer.site.pages.report_problem`) is
   logged as an error naming it, which fails ``mkdocs build --strict``, and is left out.
   JSON files beside the listed ones or in ``docs/results/`` that are not listed are
   neither rendered nor copied into the site (an info line names each).
@@ -48,14 +48,14 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 
 from specformer.claims import load_claims
-from specformer.site import PLOTS_DIR, ReportError, generate, nav, read_report
+from specformer.site.pages import PLOTS_DIR, ReportError, generate, nav, read_report
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_REPORT = ROOT / "reports" / "report.json"
 NAV_SECTION = "Claims"
 log = logging.getLogger("mkdocs.hooks.specformer")
@@ -156,7 +156,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
 def plot_files(config: MkDocsConfig) -> tuple[list[File], dict[str, list[tuple[str, str]]]]:
     """The figures of the known claims as generated files, and their captions by claim."""
     try:
-        from specformer.site_plots import render
+        from specformer.site.plots import render
     except ImportError as exc:  # Matplotlib comes with the ``docs`` extra
         log.info("specformer: no plots (%s)", exc)
         return [], {}

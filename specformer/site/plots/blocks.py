@@ -1,9 +1,9 @@
 """Figures of the blocks family's claim pages (feed-forward network, cost, encoder layer).
 
-Registered with :func:`specformer.site_plots.plot` when :func:`specformer.site_plots.plots`
+Registered with :func:`specformer.site.plots.plot` when :func:`specformer.site.plots.plots`
 first runs; drawn from :mod:`specformer.reference.blocks` and
 :mod:`specformer.reference.attention`, in float64, with the style and colours of
-:mod:`specformer.site_plots`. Random weights are ``N(0, 1/fan_in)``, biases zero, the
+:mod:`specformer.site.plots`. Random weights are ``N(0, 1/fan_in)``, biases zero, the
 norms' ``gamma = 1`` and ``beta = 0``.
 """
 
@@ -21,7 +21,7 @@ from specformer.reference.attention.attention import scaled_dot_product_attentio
 from specformer.reference.blocks.attention_sublayer import multi_head
 from specformer.reference.blocks.encoder_layer import encoder_layer
 from specformer.reference.blocks.ffn import feed_forward
-from specformer.site_plots import BLUE, DTYPE, GREEN, GREY, ORANGE, _gen, _randn, plot
+from specformer.site.plots import BLUE, DTYPE, GREEN, GREY, ORANGE, _gen, _randn, plot
 
 PURPLE = "#8e24aa"
 

@@ -3,14 +3,14 @@
 Every page is a pure function of the claims (:func:`specformer.claims.load_claims`), the
 properties (:func:`specformer.property.load_properties`) and, when there is one, a report
 written by ``specformer run --report PATH``. :func:`generate` joins them into a mapping
-from site-relative paths to Markdown; ``docs/hooks.py`` hands that mapping to MkDocs.
-Building blocks live in :mod:`specformer.site_tables` (escaping, badges, outcomes),
-:mod:`specformer.site_matrix` (a claim's results matrix and row details) and
-:mod:`specformer.site_runs` (reading and merging reports, naming their runs; its
+from site-relative paths to Markdown; :mod:`specformer.site.hooks` hands that mapping to MkDocs.
+Building blocks live in :mod:`specformer.site.tables` (escaping, badges, outcomes),
+:mod:`specformer.site.matrix` (a claim's results matrix and row details) and
+:mod:`specformer.site.runs` (reading and merging reports, naming their runs; its
 report-reading names are re-exported here).
 
 Reports are untrusted input: every value read from one is escaped where it is written
-(:func:`specformer.site_tables.text`, or literal inside fenced code), and values of
+(:func:`specformer.site.tables.text`, or literal inside fenced code), and values of
 unexpected types are shown rather than trusted. Both report schema versions (1 and 2)
 are rendered.
 """
@@ -25,15 +25,15 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from specformer.claims import NEEDS_REFUTATION, Claim, load_claims, spec_dir
 from specformer.property import REGISTRY, Property, property_modules
-from specformer.site_matrix import anchor, results_matrix, row_details, rows_table
-from specformer.site_runs import (REPORT_SCHEMA, REPORT_SCHEMA_VERSIONS, ReportError, load_report,
+from specformer.site.matrix import anchor, results_matrix, row_details, rows_table
+from specformer.site.runs import (REPORT_SCHEMA, REPORT_SCHEMA_VERSIONS, ReportError, load_report,
                                   merge_reports, read_report, records, report_problem, report_runs, run_label,
                                   run_number, runs_legend)
-from specformer.site_tables import (badge, code, count_table, environment_table, fence, field, indent, legend,
+from specformer.site.tables import (badge, code, count_table, environment_table, fence, field, indent, legend,
                                     plain, run_complete, summarize, text)
 
 #: The public names: the page builders of this module and the report-reading names of
-#: :mod:`specformer.site_runs` (``docs/hooks.py`` imports them from here).
+#: :mod:`specformer.site.runs` (:mod:`specformer.site.hooks` imports them from here).
 __all__ = [
     "NO_RESULTS", "PLOTS_DIR", "claim_page", "collect_properties", "display_math", "generate",
     "implementation_names", "implementations_section", "nav", "overview_page", "partial_warning",
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 NO_RESULTS = "No results yet: run `specformer run`."
-#: Site folder of the claim pages' figures (:mod:`specformer.site_plots`, added by ``docs/hooks.py``).
+#: Site folder of the claim pages' figures (:mod:`specformer.site.plots`, added by :mod:`specformer.site.hooks`).
 PLOTS_DIR = "assets/plots"
 
 
@@ -130,7 +130,7 @@ def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any
     Links in the prose to a spec file of ``known_topics`` (``[masks](masks.md)``) are
     sent to that topic's page. ``plots`` are ``(file name, caption)`` pairs of images in
     :data:`PLOTS_DIR`; with none the page has no *Plots* section. ``runs`` are the runs
-    of the report (:func:`specformer.site_runs.report_runs`), named in a legend under the
+    of the report (:func:`specformer.site.runs.report_runs`), named in a legend under the
     results matrix.
     """
     out = [
@@ -351,7 +351,7 @@ def generate(report_path: Path | Sequence[Path] | None = None, spec: Path | None
     :class:`ReportError` (a :class:`ValueError`).
 
     ``plots`` maps a claim id to the ``(file name, caption)`` pairs of its figures in
-    :data:`PLOTS_DIR` (the caller writes the images; see ``docs/hooks.py``).
+    :data:`PLOTS_DIR` (the caller writes the images; see :mod:`specformer.site.hooks`).
     """
     claims = load_claims(spec)
     props, notes = collect_properties()

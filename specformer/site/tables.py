@@ -1,7 +1,7 @@
 """Building blocks for the documentation site: escaping, badges, outcomes in words, small tables.
 
-:mod:`specformer.site` assembles pages from these (the results matrix of a claim page is
-:mod:`specformer.site_matrix`). Everything here is a pure function of its arguments; a
+:mod:`specformer.site.pages` assembles pages from these (the results matrix of a claim page is
+:mod:`specformer.site.matrix`). Everything here is a pure function of its arguments; a
 *row* is one entry of a report's ``rows`` list (see ``docs/report-schema.md``).
 
 Reports may come from anyone, so every value read from one goes through :func:`text`

@@ -7,8 +7,8 @@ source file under ``runs`` and tags each row with the number of the run it came 
 device, torch version, profile, date and file each run number stands for.
 
 Reports are untrusted: every value read from one is escaped
-(:func:`specformer.site_tables.text`) where it is written. This module does not render
-rows or outcomes (see :mod:`specformer.site_matrix`).
+(:func:`specformer.site.tables.text`) where it is written. This module does not render
+rows or outcomes (see :mod:`specformer.site.matrix`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
-from specformer.site_tables import field, plain, run_complete, text
+from specformer.site.tables import field, plain, run_complete, text
 
 REPORT_SCHEMA = "specformer-report"
 #: The report schema versions the site renders.

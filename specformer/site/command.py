@@ -3,7 +3,7 @@
 The site of a checkout is built by ``mkdocs build`` with ``mkdocs.yml`` and ``docs/``;
 neither is installed with the package. This command needs neither: it writes a
 temporary MkDocs project whose pages come from the installed package (the spec, the
-properties and :func:`specformer.site.generate`), renders the given reports into it
+properties and :func:`specformer.site.pages.generate`), renders the given reports into it
 (merged, as the checkout's site merges its local and published reports), and builds it
 into ``DIR`` with ``python -m mkdocs``. In a checkout it also copies the hand-written
 pages and assets of ``docs/`` it finds (conventions, report schema, stylesheet);
@@ -52,7 +52,7 @@ def checkout_docs() -> Path | None:
 
 def home_page(reports: list[Path]) -> str:
     """The generated home page: what the site shows and which reports it renders."""
-    from specformer.site_tables import code
+    from specformer.site.tables import code
 
     listed = "\n".join(f"- {code(str(p.name))}" for p in reports)
     return ("# specformer results\n\n"
@@ -111,7 +111,7 @@ def _setting(config: Any) -> dict[str, Any]:
 def on_config(config: Any) -> Any:
     """Fill the *Claims* section of the navigation with the generated pages."""
     from specformer.claims import load_claims
-    from specformer.site import nav
+    from specformer.site.pages import nav
 
     for entry in config.nav or []:
         if isinstance(entry, dict) and "Claims" in entry:
@@ -124,13 +124,13 @@ def on_files(files: Any, config: Any) -> Any:
     from mkdocs.structure.files import File
 
     from specformer.claims import load_claims
-    from specformer.site import PLOTS_DIR, generate
+    from specformer.site.pages import PLOTS_DIR, generate
 
     setting = _setting(config)
     captions: dict[str, list[tuple[str, str]]] = {}
     if setting.get("plots", True):
         try:
-            from specformer.site_plots import render
+            from specformer.site.plots import render
         except ImportError as exc:  # Matplotlib comes with the ``docs`` extra
             log.info("specformer: no plots (%s)", exc)
         else:
@@ -170,7 +170,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def run_site(args: argparse.Namespace) -> int:
     """Check the reports, write the project, build it; 0 on success, 2 on a usage error, 1 if MkDocs fails."""
-    from specformer.site import ReportError, read_report
+    from specformer.site.pages import ReportError, read_report
 
     reports = [Path(p).resolve() for p in args.report]
     for path in reports:

@@ -9,9 +9,9 @@ several runs are merged, a tooltip with the numbers, and a link to the row's det
 (:func:`row_details`: message, counterexample, reproduction) when it has any.
 :func:`rows_table` lists every row with its examples and time.
 
-Every value read from a report is escaped (:func:`specformer.site_tables.text`, or
+Every value read from a report is escaped (:func:`specformer.site.tables.text`, or
 literal inside fenced code); classes, ids and links are built from our own words and
-counters only. This module does not read reports or label runs (:mod:`specformer.site_runs`).
+counters only. This module does not read reports or label runs (:mod:`specformer.site.runs`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import json
 from collections import defaultdict
 from typing import Any, Sequence
 
-from specformer.site_runs import run_number
-from specformer.site_tables import (fence, field, indent, known_outcome, number, outcome_class,
+from specformer.site.runs import run_number
+from specformer.site.tables import (fence, field, indent, known_outcome, number, outcome_class,
                                     outcome_label, outcome_words, plain, text)
 
 #: Devices and dtypes in the order of the matrix columns; others follow, sorted.

@@ -1,8 +1,8 @@
 """Figures of the positions family's claim pages (sinusoidal encoding, ALiBi, RoPE).
 
-Registered with :func:`specformer.site_plots.plot` when :func:`specformer.site_plots.plots`
+Registered with :func:`specformer.site.plots.plot` when :func:`specformer.site.plots.plots`
 first runs; drawn from :mod:`specformer.reference.positions`, in float64, with the style
-and colours of :mod:`specformer.site_plots`.
+and colours of :mod:`specformer.site.plots`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from specformer.reference.positions.alibi import alibi_bias, alibi_slopes
 from specformer.reference.positions.rope import rotary_embedding
 from specformer.reference.positions.sinusoidal import sinusoidal_encoding
-from specformer.site_plots import BLUE, GREY, ORANGE, _gen, _randn, plot
+from specformer.site.plots import BLUE, GREY, ORANGE, _gen, _randn, plot
 
 # --- sinusoidal ---------------------------------------------------------------------------
 

@@ -1,0 +1,268 @@
+"""What every checked call stands on: the context's shared machinery, backends and comparison.
+
+:class:`ContextBase` holds one row's implementation, device, dtype, tolerance and
+declared capabilities, and :meth:`ContextBase.call` sends one call to the implementation's
+worker and reads its answer; :class:`ImplementationError` is what a misbehaving
+implementation raises here; :func:`assert_close` compares with a readable message. Each
+family's checked calls (:mod:`specformer.checked.attention`, ...) build on this module and
+register themselves; :mod:`specformer.context` assembles them into the ``Context`` class.
+This module knows no family.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Protocol, Sequence, TypeVar
+
+import torch
+from hypothesis import reject
+
+from specformer.properties.tolerances import DTYPES, Tolerance, tolerance
+from specformer.protocol import CONVENTIONS, Capabilities, NotApplicable
+from specformer.protocol.capabilities import OutsideDeclaration
+from specformer.supervisor import WorkerLost, WorkerPool
+from specformer.wire import WireTensor, describe
+from specformer.worker import run_locally
+
+
+T = TypeVar("T")
+
+
+class ImplementationError(Exception):
+    """The implementation under test raised, or returned something malformed."""
+
+
+class Backend(Protocol):
+    """Where an implementation's calls go: a worker process, or (tests only) this process."""
+
+    def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
+        """Run one call request; the worker's decoded answer."""
+        ...
+
+
+class WorkerBackend:
+    """Calls go to the pool's worker for ``spec`` (started or restarted as needed)."""
+
+    def __init__(self, pool: WorkerPool, spec: str) -> None:
+        self.pool, self.spec = pool, spec
+
+    def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
+        worker = self.pool.worker(self.spec, deadline)
+        if worker.load_answer.get("status") != "loaded":
+            raise WorkerLost(f"the implementation could not be loaded: {worker.load_answer.get('message', '')}")
+        return worker.request(request, what, deadline)
+
+
+class LocalBackend:
+    """Calls run in this process, through the same copies and codec as a worker.
+
+    For the harness's own tests (mutants): fast, but without the worker's protection
+    against crashes, hangs or patched globals. The suite never uses it.
+    """
+
+    def __init__(self, impl: Any) -> None:
+        self.impl = impl
+
+    def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
+        return run_locally(self.impl, request)
+
+
+def _text(value: Any, limit: int = 2000) -> str:
+    return (value if isinstance(value, str) else repr(value))[:limit]
+
+
+class ContextBase:
+    """What a property needs to know: the implementation, device, dtype and tolerance."""
+
+    def __init__(self, backend: Backend, impl_name: str, device: str, dtype: str,
+                 deadline: float | None = None, capabilities: Capabilities | None = None) -> None:
+        self.backend = backend
+        self.impl_name = impl_name
+        self.device = torch.device(device)
+        self.dtype_name = dtype
+        self.dtype: torch.dtype = DTYPES[dtype]
+        self.tol: Tolerance = tolerance(dtype)
+        self.deadline = deadline if deadline is not None else time.monotonic() + 3600.0
+        self.out_of_domain = 0
+        self.not_applicable: list[str] = []
+        self._flops: list[int] | None = None
+        #: The optional keywords (``call(optional=...)``) the last call's operation accepted.
+        self.last_applied: frozenset[str] = frozenset()
+        #: What the implementation declared it supports; None when it declared nothing.
+        self.capabilities = capabilities
+
+    # -- declared capabilities -----------------------------------------------------------
+    def choices(self, convention: str, candidates: Sequence[T]) -> tuple[T, ...]:
+        """The ``candidates`` of ``convention`` the implementation declares, in the given order.
+
+        Raises :class:`OutsideDeclaration` (the row ends not applicable at once, before any call)
+        when it declares none of them. A property draws its convention from the result, so
+        it never asks for what the implementation said it does not do.
+        """
+        if convention not in CONVENTIONS:
+            raise KeyError(f"no convention {convention!r} is registered; known: {sorted(CONVENTIONS)}")
+        allowed = CONVENTIONS[convention].values
+        unknown = [c for c in candidates if not any(c == a and type(c) is type(a) for a in allowed)]
+        if unknown:
+            raise ValueError(f"{unknown!r} are not values of convention {convention!r} ({allowed!r})")
+        if self.capabilities is None:
+            return tuple(candidates)
+        chosen = tuple(c for c in candidates if self.capabilities.supports(convention, c))
+        if not chosen:
+            declared = sorted(self.capabilities.conventions.get(convention, ()), key=repr)
+            raise OutsideDeclaration(f"{self.impl_name} declares {convention} in {{{', '.join(map(repr, declared))}}}; "
+                                f"this property needs {' or '.join(map(repr, candidates))}")
+        return chosen
+
+    def require(self, convention: str, value: Any) -> Any:
+        """``value``, or :class:`OutsideDeclaration` at once if the implementation declares it does not follow it."""
+        return self.choices(convention, (value,))[0]
+
+    def supports(self, convention: str, value: Any) -> bool:
+        """Whether the implementation declares it follows ``value`` of ``convention`` (undeclared: yes)."""
+        return self.capabilities is None or self.capabilities.supports(convention, value)
+
+    def __repr__(self) -> str:
+        return f"Context({self.impl_name}, {self.device.type}, {self.dtype_name})"
+
+    # -- moving data -------------------------------------------------------------------
+    def cast(self, x: torch.Tensor | None) -> torch.Tensor | None:
+        """A float64 CPU tensor in the dtype under test (bool stays bool); still on the CPU.
+
+        The worker moves it to the device; what crosses is always a copy.
+        """
+        if x is None or x.dtype == torch.bool:
+            return x
+        return x.to(dtype=self.dtype)
+
+    def _returned(self, op: str, value: Any, shape: tuple[int, ...], what: str) -> torch.Tensor:
+        """Check a returned tensor and bring it back as float64 on the CPU."""
+        if not isinstance(value, WireTensor):
+            raise ImplementationError(f"{op} returned {describe(value)} for {what}, expected a torch.Tensor")
+        if tuple(value.shape) != shape:
+            raise ImplementationError(f"{op} returned {what} of shape {tuple(value.shape)}, expected {shape}")
+        if value.dtype != self.dtype_name:
+            raise ImplementationError(f"{op} returned {what} of dtype torch.{value.dtype}, expected {self.dtype}")
+        if value.device.split(":")[0] != self.device.type:
+            raise ImplementationError(f"{op} returned {what} on {value.device}, expected {self.device.type}")
+        if value.data is None:
+            raise ImplementationError(f"{op} returned {what} whose values cannot be read: {value.problem}")
+        return value.data.to(dtype=torch.float64)
+
+    # -- calling -----------------------------------------------------------------------
+    @contextmanager
+    def counting_flops(self) -> Iterator[list[int]]:
+        """Count, in the worker, the FLOPs ``FlopCounterMode`` sees in the calls made inside.
+
+        Yields a one-element list holding the running total.
+        """
+        self._flops = [0]
+        try:
+            yield self._flops
+        finally:
+            self._flops = None
+
+    def call(self, op: str, *args: Any, names: tuple[str, ...] = (), optional: dict[str, Any] | None = None,
+             **kwargs: Any) -> Any:
+        """Call operation ``op`` of the implementation in its worker; its decoded result.
+
+        ``optional`` keywords are passed only if the operation accepts them.
+        """
+        request = {"op": "call", "method": op, "args": args, "kwargs": kwargs, "optional": optional or {},
+                   "names": names, "device": str(self.device), "count_flops": self._flops is not None}
+        answer = self.backend.call(request, f"calling {op}", self.deadline)
+        status = answer.get("status")
+        if status == "missing":
+            raise NotApplicable(f"{self.impl_name} does not provide {op}")
+        if status == "not-applicable":
+            if self.capabilities is not None:  # inside the declared domain, an answer is owed
+                raise ImplementationError(
+                    f"{self.impl_name}.{op} refused an example inside its declared domain (raised NotApplicable: "
+                    f"{_text(answer.get('message', ''), 500)}); declare the restriction in its capabilities instead")
+            self.out_of_domain += 1
+            self.not_applicable.append(_text(answer.get("message", "")))
+            reject()
+        if status == "raised":
+            where = f" (at {_text(answer['where'], 200)})" if answer.get("where") else ""
+            raise ImplementationError(f"{self.impl_name}.{op} raised {_text(answer.get('type'), 200)}: "
+                                      f"{_text(answer.get('message', ''))}{where}")
+        if status == "unencodable":
+            raise ImplementationError(f"{self.impl_name}.{op} returned a value that cannot be read: "
+                                      f"{_text(answer.get('message', ''))}")
+        if status != "ok":
+            raise ImplementationError(f"{self.impl_name}.{op}: unexpected answer {_text(status, 100)}")
+        mutated = answer.get("mutated") or []
+        if mutated:
+            raise ImplementationError(f"{self.impl_name}.{op} modified its input "
+                                      f"{', '.join(_text(m, 100) for m in mutated)} in place")
+        if self._flops is not None:
+            flops = answer.get("flops")
+            if type(flops) is not int or flops < 0:
+                raise ImplementationError(f"{self.impl_name}.{op}: no FLOP count came back")
+            self._flops[0] += flops
+        applied = answer.get("applied")
+        self.last_applied = frozenset(a for a in applied if isinstance(a, str)) if isinstance(applied, list) else frozenset()
+        return answer.get("value")
+
+    # -- comparing ---------------------------------------------------------------------
+    def assert_close(self, actual: torch.Tensor, expected: torch.Tensor, what: str,
+                     scale: float = 1.0, same_dtype: Callable[[torch.dtype], torch.Tensor] | None = None) -> None:
+        """Assert ``actual`` matches the float64 ``expected`` within the dtype's tolerance.
+
+        ``scale`` widens the tolerance for quantities that accumulate more rounding.
+        ``same_dtype(dtype)`` computes the expected value from the same inputs in a given
+        dtype (the reference formula in low precision): in float16 and bfloat16 an entry
+        outside the tolerance still passes when it is no farther from ``expected`` than
+        :data:`LOW_PRECISION_FACTOR` times the same-dtype reference is (PyTorch's op-test
+        rule). It is evaluated only when the plain check fails. The message names the
+        largest error, where it is, and any NaN.
+        """
+        tol = Tolerance(self.tol.rtol * scale, self.tol.atol * scale)
+        if same_dtype is None or self.dtype not in LOW_PRECISION:
+            assert_close(actual, expected, what, tol)
+            return
+        try:
+            assert_close(actual, expected, what, tol)
+        except AssertionError:
+            reference = same_dtype(self.dtype).to(torch.float64)
+            assert_close(actual, expected, what, tol, reference_error=(reference - expected).abs())
+
+
+#: Dtypes in which a result may also be judged against the reference computed in that dtype.
+LOW_PRECISION = frozenset({torch.float16, torch.bfloat16})
+#: How much farther from float64 than the same-dtype reference a low-precision entry may be:
+#: the reference's own error, doubled to absorb a different order of rounding.
+LOW_PRECISION_FACTOR = 2.0
+
+
+def assert_close(actual: torch.Tensor, expected: torch.Tensor, what: str, tol: Tolerance,
+                 reference_error: torch.Tensor | None = None) -> None:
+    """Elementwise ``|a - e| <= atol + rtol |e|`` with a readable failure message.
+
+    With ``reference_error`` (``|r - e|`` for the reference ``r`` computed in the dtype under
+    test), an entry also passes when ``|a - e| <= LOW_PRECISION_FACTOR |r - e|``.
+    """
+    if actual.shape != expected.shape:
+        raise AssertionError(f"{what}: shape {tuple(actual.shape)} != expected {tuple(expected.shape)}")
+    nan = torch.isnan(actual) & ~torch.isnan(expected)
+    if nan.any():
+        idx = tuple(int(i) for i in nan.nonzero()[0])
+        raise AssertionError(f"{what}: NaN at index {idx} where {float(expected[idx]):.6g} was expected")
+    both_nan = torch.isnan(actual) & torch.isnan(expected)
+    err = (actual - expected).abs().masked_fill(both_nan, 0.0)
+    bound = tol.atol + tol.rtol * expected.abs().masked_fill(both_nan, 0.0)
+    if reference_error is not None:  # NaN where the reference overflowed: no extra allowance there
+        bound = torch.maximum(bound, (LOW_PRECISION_FACTOR * reference_error).nan_to_num(0.0, 0.0, 0.0))
+    bad = err > bound
+    if bad.any():
+        excess = (err - bound).masked_fill(~bad, float("-inf"))
+        idx = tuple(int(i) for i in torch.unravel_index(excess.argmax(), excess.shape))
+        # the suite's one wording of a tolerance failure (properties that bound errors themselves use it too)
+        raise AssertionError(
+            f"{what}: {int(bad.sum())} of {bad.numel()} entries out of tolerance; worst at {idx}: "
+            f"got {float(actual[idx]):.9g}, expected {float(expected[idx]):.9g} "
+            f"(allowed error {float(bound[idx]):.3g}: atol {tol.atol:g} + rtol {tol.rtol:g} x |expected|"
+            + (f", or {LOW_PRECISION_FACTOR:g}x the same-dtype reference's error" if reference_error is not None else "")
+            + ")"
+        )

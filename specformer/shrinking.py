@@ -1,0 +1,77 @@
+"""A bound on the shrinking of a failing row, and the arguments of its smallest failing example.
+
+Hypothesis shrinks a failing example until no smaller one fails; against an
+implementation in a worker each try is a round trip, and a failing row used to cost ten
+times a passing one. :class:`ShrinkBudget` wraps a property's test function (inside the
+runner's own wrapper) and counts the examples tried after the first failure; past the
+profile's budget (:data:`specformer.profiles.SHRINK_BUDGET`, a multiple of the row's
+example count) it stops the row with :class:`ShrinkingCut`, which the runner treats as
+it treats a time limit hit while shrinking: the failure found stands, unshrunk. So a
+failing row costs at most about twice a passing one.
+
+Every failing call's arguments are kept (the last one is the smallest found), so the
+summary can show them as Python (:func:`specformer.summary.render_call`) and
+``specformer replay`` can save them, whether or not the budget cut the shrinking.
+
+This module counts and records; it decides no outcome.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from specformer.runner import RowTimeout
+
+
+class ShrinkingCut(RowTimeout):
+    """The shrinking of a failing row used up its budget (a ``BaseException``: Hypothesis lets it through)."""
+
+
+def _failure_types() -> tuple[type[BaseException], ...]:
+    from specformer.context import ImplementationError
+
+    return (AssertionError, ImplementationError)
+
+
+class ShrinkBudget:
+    """Counts the examples after a row's first failure, and records the failing ones' arguments."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.after_failure = 0
+        self.cut = False
+        self.failing: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+        #: called before each example; its value at the last failing example is kept in ``failing_mark``
+        self.mark: Callable[[], Any] = lambda: None
+        self.failing_mark: Any = None
+
+    def wrap(self, inner: Callable[..., Any]) -> Callable[..., Any]:
+        """``inner`` with the count and the record (module doc)."""
+        failures = _failure_types()
+
+        @functools.wraps(inner)
+        def budgeted(*args: Any, **kwargs: Any) -> Any:
+            if self.failing is not None:
+                self.after_failure += 1
+                if self.limit is not None and self.after_failure > self.limit:
+                    self.cut = True
+                    raise ShrinkingCut(f"shrinking stopped after {self.limit} smaller examples (the profile's budget)")
+            mark = self.mark()
+            try:
+                return inner(*args, **kwargs)
+            except failures:
+                self.failing, self.failing_mark = (args, kwargs), (mark, self.mark())
+                raise
+
+        return budgeted
+
+
+def budget_for(profile: str, max_examples: int | None) -> int | None:
+    """The number of examples a failing row may try after its first failure under ``profile``."""
+    from specformer.profiles import SHRINK_BUDGET, profile_settings
+
+    factor = SHRINK_BUDGET.get(profile)
+    if factor is None:
+        return None
+    return max(1, int(factor * profile_settings(profile, max_examples).max_examples))
