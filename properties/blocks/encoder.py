@@ -137,7 +137,7 @@ def one_add_and_norm_after_the_feed_forward_network_as_drawn(ctx: Context, case)
     ctx.assert_close(out, one_norm_layer(case.x, case.weights, case.heads), "layer as LN(x + FFN(SA(x)))", scale=16)
 
 
-@claim_property("encoder.stack-depth", needs=(), dtypes=("float64",), max_examples=1)
+@claim_property("encoder.stack-depth", needs=(), about="library", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def the_original_stack_has_six_layers_and_bert_base_twelve(ctx: Context, _) -> None:
     """``torch.nn.Transformer()`` stacks 6 encoder and 6 decoder layers; ``BertConfig()`` 12 layers."""

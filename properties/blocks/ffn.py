@@ -127,7 +127,7 @@ def library_widths() -> dict[str, tuple[int, int]]:
     return widths
 
 
-@claim_property("ffn.expansion", needs=(), dtypes=("float64",), max_examples=1)
+@claim_property("ffn.expansion", needs=(), about="library", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def the_hidden_layer_is_four_times_as_wide(ctx: Context, _) -> None:
     """``d_ff = 4 d_model`` in the slides' table, PyTorch's default layer, BERT's and GPT-2's configurations,

@@ -157,7 +157,7 @@ def fitting_vocabularies(name: str) -> range:
     return range(max(low, 0), max(high + 1, 0))
 
 
-@claim_property("size.base-big-parameters", needs=(), expect="counterexample", dtypes=("float64",), max_examples=5)
+@claim_property("size.base-big-parameters", needs=(), about="published-numbers", expect="counterexample", dtypes=("float64",), max_examples=5)
 @given(limit=st.integers(50_000, 10**7))
 @example(limit=200_000)
 def one_vocabulary_gives_both_table_counts_as_written(ctx: Context, limit) -> None:

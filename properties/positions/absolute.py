@@ -60,7 +60,7 @@ def learned_cases(draw: st.DrawFn) -> tuple[int, int, int, torch.Tensor, int]:
     return vocab, d, max_len, tokens.reshape(b, seq_len), draw(sf.seeds())  # (B * seq_len,) -> (B, seq_len)
 
 
-@claim_property("absolute.learned-table-length", needs=(), dtypes=("float64",))
+@claim_property("absolute.learned-table-length", needs=(), about="documents-code", dtypes=("float64",))
 @given(case=learned_cases(), extra=st.integers(1, 64))
 @example(case=(10, 4, 512, torch.zeros(1, 512, dtype=torch.int64), 0), extra=1)
 def a_learned_table_has_no_row_past_its_length(ctx: Context, case, extra) -> None:
@@ -80,7 +80,7 @@ def a_learned_table_has_no_row_past_its_length(ctx: Context, case, extra) -> Non
         raise AssertionError(f"a sequence of {max_len + extra} tokens went through a table of {max_len} positions")
 
 
-@claim_property("absolute.added-to-embeddings", needs=(), dtypes=("float64",))
+@claim_property("absolute.added-to-embeddings", needs=(), about="documents-code", dtypes=("float64",))
 @given(case=learned_cases())
 @example(case=(3, 2, 4, torch.tensor([[0, 1, 2], [2, 2, 0]]), 0))
 def the_position_row_is_added_to_every_token_embedding(ctx: Context, case) -> None:

@@ -193,7 +193,7 @@ def masked_softmax(scores: torch.Tensor, future: torch.Tensor) -> torch.Tensor:
     return torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
 
 
-@claim_property("alibi.causal-forms-agree", needs=(), dtypes=("float64",))
+@claim_property("alibi.causal-forms-agree", needs=(), about="library", dtypes=("float64",))
 @given(t=st.integers(2, 8), m=st.floats(1 / 256, 1.0), data=st.data())
 def under_a_causal_mask_forms_that_differ_by_a_row_constant_give_the_same_weights(ctx: Context, t, m, data) -> None:
     """With ``M_ij = [j <= i]`` every form of :data:`CAUSAL_FORMS` gives the weights of ``-m (i - j)``;
@@ -401,7 +401,7 @@ def extrapolations(draw: st.DrawFn) -> tuple[int, int, int]:
     return h, trained, draw(st.integers(math.ceil(1.5 * trained), 2 * trained))
 
 
-@claim_property("alibi.extrapolation", needs=(), dtypes=("float64",))
+@claim_property("alibi.extrapolation", needs=(), about="published-numbers", dtypes=("float64",))
 @given(case=extrapolations())
 @example(case=(8, 1024, 2048))
 def the_weight_beyond_the_training_length_is_a_geometric_tail(ctx: Context, case) -> None:
@@ -413,7 +413,7 @@ def the_weight_beyond_the_training_length_is_a_geometric_tail(ctx: Context, case
                      f"weight beyond L={trained} at t={t}, per head", scale=t)
 
 
-@claim_property("alibi.extrapolation", needs=(), expect="counterexample", dtypes=("float64",))
+@claim_property("alibi.extrapolation", needs=(), about="published-numbers", expect="counterexample", dtypes=("float64",))
 @given(case=extrapolations())
 @example(case=(8, 1024, 2048))
 def beyond_the_training_length_attention_stays_within_trained_distances_as_written(ctx: Context, case) -> None:

@@ -432,7 +432,7 @@ def float32_score_error(q: torch.Tensor, k: torch.Tensor, n: int, r: int) -> flo
     return abs(float(rq @ rk - expected))
 
 
-@claim_property("rope.extrapolation", needs=(), dtypes=("float64",))
+@claim_property("rope.extrapolation", needs=(), about="library", dtypes=("float64",))
 @given(case=float32_cases(min_exponent=0, max_exponent=18))
 @example(case=(torch.tensor([0.0, 0.0, 1.0, 0.0], dtype=torch.float64), torch.tensor([0.0, 0.0, 1.0, 0.0],
                dtype=torch.float64), 2**18, 1))
@@ -447,7 +447,7 @@ def float32_angles_keep_the_relative_property_to_within_eps_times_the_position(c
     assert error <= bound, f"float32 angles at n={n}, r={r}, d={q.shape[0]}: score error {error:.3g} > {bound:.3g}"
 
 
-@claim_property("rope.extrapolation", needs=(), expect="counterexample", dtypes=("float64",))
+@claim_property("rope.extrapolation", needs=(), about="library", expect="counterexample", dtypes=("float64",))
 @given(case=float32_cases(min_exponent=20, max_exponent=27))
 @example(case=(torch.tensor([1.0, 0.0], dtype=torch.float64), torch.tensor([1.0, 0.0], dtype=torch.float64),
                2**24, 1))  # float32(2^24 + 1) = 2^24: both positions get the same rotation, score 1 for cos 1
