@@ -156,7 +156,7 @@ def test_binary_encodings_of_the_reference_are_linear_nowhere() -> None:
 
 
 def test_every_absolute_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {q for q, _, _ in MATH}
+    covered = {q for q, _ in CASES} | {q for q, _, _ in MATH} | {PERFORMS, EQUAL, MODERN}
     mine = {q for q, p in properties.items() if p.module == "absolute"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -177,3 +177,34 @@ def test_a_table_that_raises_another_exception_past_its_end_passes() -> None:
 
     row = run_row(LEARNED, Mutant("keyerror-past-the-end", learned_positions=refuses))
     assert row.outcome == "pass", (row.outcome, row.message)
+
+
+PERFORMS = "absolute.learned_embeddings_perform_better_as_written"
+EQUAL = "absolute.learned_and_sinusoidal_are_equal_within_a_tenth_of_a_bleu_point"
+MODERN = "absolute.gpt2_holds_a_learned_table_and_llama_rotary_embeddings"
+
+
+def test_the_documents_table_refutes_better_and_supports_equal() -> None:
+    assert run_row(PERFORMS, None).outcome == "refuted"
+    assert run_row(EQUAL, None).outcome == "pass"
+    assert run_row(MODERN, None).outcome == "pass"
+
+
+def test_a_table_where_learned_wins_leaves_nothing_to_refute(monkeypatch) -> None:
+    monkeypatch.setattr(absolute, "POSITION_TABLE", {"sinusoidal": (4.92, 25.8), "learned": (4.90, 26.0)})
+    assert run_row(PERFORMS, None).outcome == "fail"
+    assert run_row(EQUAL, None).outcome == "fail"
+
+
+def test_a_gpt2_without_a_learned_table_is_caught(monkeypatch) -> None:
+    import transformers
+
+    original = transformers.GPT2Model.__init__
+
+    def without_wpe(self, config):
+        original(self, config)
+        del self.wpe
+
+    monkeypatch.setattr(transformers.GPT2Model, "__init__", without_wpe)
+    row = run_row(MODERN, None)
+    assert row.outcome == "fail" and "learned position table" in row.message, row

@@ -302,3 +302,73 @@ def adding_positions_makes_self_attention_see_the_order(ctx: Context, case) -> N
     got = (self_attention(x[perm] + pe, w) - self_attention(x + pe, w)[perm]).abs().max().item()
     assert got > gap / 2, (f"with the implementation's encodings added, SA(PX + PE) and P SA(X + PE) differ by "
                            f"only {got:.3g} (the formula's encodings: {gap:.3g})")
+
+
+# -- the documents' own comparison, and the models 001 names ------------------------------------------
+
+#: The slides' table (004, "Learning Position Embeddings"): row -> (development perplexity, test BLEU).
+POSITION_TABLE = {"sinusoidal": (4.92, 25.8), "learned": (4.92, 25.7)}
+
+
+@claim_property("absolute.learned-performs-better", needs=(), about="published-numbers", expect="counterexample",
+                dtypes=("float64",), max_examples=2)
+@given(measure=st.sampled_from(["PPL", "BLEU"]))
+def learned_embeddings_perform_better_as_written(ctx: Context, measure) -> None:
+    """As written (000): the learned table performs better: lower perplexity or higher BLEU than the sinusoid."""
+    (ppl_s, bleu_s), (ppl_l, bleu_l) = POSITION_TABLE["sinusoidal"], POSITION_TABLE["learned"]
+    if measure == "PPL":
+        assert ppl_l < ppl_s, f"development perplexity: learned {ppl_l} is not lower than sinusoidal {ppl_s}"
+    else:
+        assert bleu_l > bleu_s, f"test BLEU: learned {bleu_l} is not higher than sinusoidal {bleu_s}"
+
+
+@claim_property("absolute.learned-performs-better", needs=(), about="published-numbers", dtypes=("float64",),
+                max_examples=2)
+@given(measure=st.sampled_from(["PPL", "BLEU"]))
+def learned_and_sinusoidal_are_equal_within_a_tenth_of_a_bleu_point(ctx: Context, measure) -> None:
+    """Corrected: equal perplexity, and BLEU within 0.1 (the sinusoidal row the higher)."""
+    (ppl_s, bleu_s), (ppl_l, bleu_l) = POSITION_TABLE["sinusoidal"], POSITION_TABLE["learned"]
+    if measure == "PPL":
+        assert ppl_l == ppl_s, f"perplexities differ: {ppl_l} vs {ppl_s}"
+    else:
+        assert abs(bleu_l - bleu_s) <= 0.1 + 1e-12 and bleu_s >= bleu_l, f"BLEU {bleu_l} vs {bleu_s}"
+
+
+@claim_property("absolute.modern-models", needs=(), about="library", dtypes=("float64",), max_examples=1)
+@given(st.just(None))
+def gpt2_holds_a_learned_table_and_llama_rotary_embeddings(ctx: Context, _) -> None:
+    """``GPT2Model()`` holds ``wpe``, an ``nn.Embedding(n_positions, n_embd)``; ``LlamaModel()`` holds no
+    position parameter and a rotary module with ``inv_freq = rope_theta^(-2i/d)`` (both on the meta device)."""
+    transformers = pytest_free_import("transformers")
+    if transformers is None:
+        return
+    with torch.device("meta"):
+        gpt2 = transformers.GPT2Model(transformers.GPT2Config(bos_token_id=None, eos_token_id=None))
+        config = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                                          num_attention_heads=2, num_key_value_heads=2, vocab_size=32,
+                                          bos_token_id=None, eos_token_id=None)
+        llama = transformers.LlamaModel(config)
+    wpe = getattr(gpt2, "wpe", None)
+    assert isinstance(wpe, nn.Embedding), f"GPT2Model has no learned position table (wpe: {type(wpe).__name__})"
+    assert tuple(wpe.weight.shape) == (gpt2.config.n_positions, gpt2.config.n_embd), tuple(wpe.weight.shape)
+    positional = [n for n, _ in llama.named_parameters()
+                  if any(part in ("wpe", "wte_pos", "embed_positions", "position_embeddings") for part in n.split("."))]
+    assert not positional, f"LlamaModel holds position parameters {positional}"
+    rotary = getattr(llama, "rotary_emb", None)
+    assert rotary is not None and hasattr(rotary, "inv_freq"), "LlamaModel has no rotary embedding module"
+    d = config.hidden_size // config.num_attention_heads
+    theta = getattr(config, "rope_theta", None) or config.rope_parameters["rope_theta"]
+    with torch.device("cpu"):
+        fresh = type(rotary)(config=config)
+    expected = theta ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    assert torch.allclose(fresh.inv_freq.double(), expected, rtol=1e-6), f"inv_freq {fresh.inv_freq.tolist()}"
+
+
+def pytest_free_import(name: str):  # noqa: ANN201 - a module or None
+    """The module ``name`` if it is installed, else None (the property then checks nothing)."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
