@@ -112,7 +112,7 @@ def test_a_misstated_depth_is_caught(monkeypatch) -> None:
 
 
 def test_every_encoder_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {AS_DRAWN, DEPTH}
+    covered = {q for q, _ in CASES} | {AS_DRAWN, DEPTH, GRADIENT}
     mine = {q for q, p in properties.items() if p.module == "encoder"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -146,3 +146,18 @@ def test_a_layer_wrong_only_at_realistic_sizes_is_caught() -> None:
     mutant = Mutant("drops-the-last-key-at-realistic-sizes", encoder_layer=layer)
     assert_caught(POST, mutant)
     assert_caught(PRE, mutant)
+
+
+GRADIENT = "encoder.the_derivative_through_a_residual_sublayer_is_the_identity_plus_the_sublayers"
+
+
+def _scaled_residual(x, w, heads, activation, causal):
+    attention, ffn, norm = encoder._sublayers(w, heads, activation, causal)
+    y = 0.5 * x + attention(norm(x, 1))
+    return y + ffn(norm(y, 2))
+
+
+def test_the_residual_gradient_catches_a_missing_or_scaled_residual() -> None:
+    assert run_row(GRADIENT, REFERENCE).outcome == "pass"
+    assert_caught(GRADIENT, NO_RESIDUAL)
+    assert_caught(GRADIENT, Mutant("half-residual", encoder_layer=_by_norm(_no_residual, _scaled_residual)))

@@ -189,3 +189,25 @@ def the_stack_is_its_layers_in_order_and_a_pre_norm_stack_ends_with_a_final_norm
     kind = "pre-norm stack with its final norm" if norm_first else "post-norm stack"
     ctx.assert_close(out, run(torch.float64), f"{kind} of {len(layers)} layers ({activation})",
                      scale=16 * len(layers), same_dtype=run)
+
+
+@claim_property("encoder.residual-gradient", needs=("encoder_layer",), dtypes=("float64",), max_examples=40)
+@given(case=sf.layer_cases(), seed=sf.seeds())
+def the_derivative_through_a_residual_sublayer_is_the_identity_plus_the_sublayers(ctx: Context, case, seed) -> None:
+    """Pre-norm, feed-forward network silenced, so the layer is ``x + SA(LN_1(x))``: along any direction ``v``
+    the implementation's derivative (central differences, ``h = 1e-4``) is ``v + J_{SA o LN_1}(x) v``, the
+    sublayer's part from autograd on the layer written out here; the identity path carries ``v`` unchanged."""
+    ctx.require("norm_first", True)
+    w = dict(case.weights, w_2=torch.zeros_like(case.weights["w_2"]), b_2=torch.zeros_like(case.weights["b_2"]))
+    g = torch.Generator().manual_seed(seed)
+    v = torch.randn(case.x.shape, generator=g, dtype=torch.float64)  # (B, t, d_model)
+    v = v / v.norm()
+    h = 1e-4
+    plus = ctx.encoder_layer(case.x + h * v, w, heads=case.heads, norm_first=True, eps=EPS)
+    minus = ctx.encoder_layer(case.x - h * v, w, heads=case.heads, norm_first=True, eps=EPS)
+    derivative = (plus - minus) / (2 * h)  # J v, to O(h^2)
+    attention, _, norm = _sublayers(w, case.heads, "relu", False)
+    _, sublayer = torch.autograd.functional.jvp(lambda x: attention(norm(x, 1)), case.x, v)
+    # central differences: truncation O(h^2 |f'''|) and rounding O(eps |f| / h); 1e-6 covers both here
+    ctx.assert_close(derivative, v + sublayer, "derivative of x + SA(LN_1(x)) along v vs v + J_SA v", scale=1e4)
+    assert (derivative - sublayer - v).abs().max() < 1e-5, "the identity path does not carry v unchanged"
