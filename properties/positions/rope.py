@@ -397,10 +397,10 @@ def attention_over_rotated_queries_and_keys_ignores_a_common_shift_of_positions(
     assert_within(outputs[1], expected, bound, f"attention with every position shifted by {case.shift}")
 
 
-# -- rope.extrapolation -------------------------------------------------------------------
+# -- rope.float32-positions (the project's own claim) -------------------------------------------------------------------
 
 
-@claim_property("rope.extrapolation", needs=("rotary",))
+@claim_property("rope.float32-positions", needs=("rotary",))
 @given(case=rope_cases(max_position=64, max_shift=MAX_SHIFT))
 @example(case=RopeCase(_t([1.0, 0.0, 0.0, 1.0]), _t([0.0, 1.0, 1.0, 0.0]), _p(1), _p(0), "interleaved", 2**20))
 def the_relative_property_holds_at_large_offsets_to_the_dtypes_precision(ctx: Context, case) -> None:
@@ -432,7 +432,7 @@ def float32_score_error(q: torch.Tensor, k: torch.Tensor, n: int, r: int) -> flo
     return abs(float(rq @ rk - expected))
 
 
-@claim_property("rope.extrapolation", needs=(), about="library", dtypes=("float64",))
+@claim_property("rope.float32-positions", needs=(), about="library", dtypes=("float64",))
 @given(case=float32_cases(min_exponent=0, max_exponent=18))
 @example(case=(torch.tensor([0.0, 0.0, 1.0, 0.0], dtype=torch.float64), torch.tensor([0.0, 0.0, 1.0, 0.0],
                dtype=torch.float64), 2**18, 1))
@@ -440,21 +440,19 @@ def float32_angles_keep_the_relative_property_to_within_eps_times_the_position(c
     """With float32 angles (as the libraries compute them), the score of unit vectors at key position ``n < 2^19``
     and query position ``n + r`` is off by at most ``8 eps_32 (2n + r + 2)`` (``5e-4`` at ``n = 2^8``, ``1`` at ``2^19``;
     measured: ``4e-6`` at ``2^11``, ``3e-4`` to ``6e-4`` at ``2^18``)."""
-    case = with_declared_pairing(ctx, case)
     q, k, n, r = case
     error = float32_score_error(q, k, n, r)
     bound = ANGLE_ULPS * torch.finfo(torch.float32).eps * (2 * n + r + 2) + 1e-12
     assert error <= bound, f"float32 angles at n={n}, r={r}, d={q.shape[0]}: score error {error:.3g} > {bound:.3g}"
 
 
-@claim_property("rope.extrapolation", needs=(), about="library", expect="counterexample", dtypes=("float64",))
+@claim_property("rope.float32-positions", needs=(), about="library", expect="counterexample", dtypes=("float64",))
 @given(case=float32_cases(min_exponent=20, max_exponent=27))
 @example(case=(torch.tensor([1.0, 0.0], dtype=torch.float64), torch.tensor([1.0, 0.0], dtype=torch.float64),
                2**24, 1))  # float32(2^24 + 1) = 2^24: both positions get the same rotation, score 1 for cos 1
 def float32_rope_keeps_the_relative_property_at_any_position_as_written(ctx: Context, case) -> None:
     """As written (003): RoPE extrapolates to any length, read as: the relative property holds at every position, in
     float32 as the libraries compute it, to within ``1e-3 |q| |k|``. Drawn: key positions ``2^20`` to ``2^28``."""
-    case = with_declared_pairing(ctx, case)
     q, k, n, r = case
     error = float32_score_error(q, k, n, r)
     assert error <= RELATIVE_SLACK, (f"float32 angles at n={n}, r={r}, d={q.shape[0]}: q_(n+r) . k_n is off by "
