@@ -33,9 +33,9 @@ CASES = [
     ("layernorm.each_token_is_normalised_on_its_own", OVER_BATCH),
     ("layernorm.before_gamma_and_beta_each_token_has_mean_zero_and_variance_below_one", UNBIASED),
     ("layernorm.before_gamma_and_beta_each_token_has_mean_zero_and_variance_below_one", NO_EPS),
-    # without eps a constant token is 0/0: NaN, not a variance of 1 -- the refutation needs eps to be found;
-    # an implementation that maps a constant token to unit variance hides it
-    ("layernorm.layer_norm_gives_every_token_unit_variance_as_written",
+    # without eps a constant token is 0/0: NaN; one that maps a constant token to unit variance is wrong too
+    ("layernorm.a_constant_token_normalises_to_beta_the_edge_case", NO_EPS),
+    ("layernorm.a_constant_token_normalises_to_beta_the_edge_case",
      Mutant("constant-token-to-unit-variance", layer_norm=lambda x, gamma, beta, *, eps=1e-5: _norm()(
          x + torch.linspace(-1, 1, x.shape[-1], dtype=x.dtype) * (x.std(-1, keepdim=True) < 1e-9), gamma, beta,
          eps=0.0))),

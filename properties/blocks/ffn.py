@@ -38,7 +38,7 @@ ACTIVATIONS = {
 @st.composite
 def ffn_cases(draw: st.DrawFn, activations: tuple[str, ...] = tuple(ACTIVATIONS)):
     """``x (B, t, d_model)``, ``w_1, b_1, w_2, b_2`` and an activation name."""
-    if sf.realistic(draw):  # one example in six at the sizes models use
+    if sf.realistic(draw):  # one example in three at the sizes models use
         b, t = draw(st.integers(3, 4)), draw(st.integers(6, 64))
         d_model, d_ff = draw(st.integers(9, 64)), draw(st.integers(17, 256))
     else:

@@ -51,7 +51,7 @@ class LayerCase(NamedTuple):
 
 
 #: One example in this many is drawn at the sizes models use (see :func:`layer_cases`).
-REALISTIC_ONE_IN = 6
+REALISTIC_ONE_IN = 3
 
 
 def realistic(draw: st.DrawFn) -> bool:

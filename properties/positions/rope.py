@@ -161,9 +161,9 @@ class RopeCase:
 @st.composite
 def rope_cases(draw: st.DrawFn, *, max_d: int = 16, max_position: int = MAX_POSITION, max_shift: int = MAX_POSITION,
                min_d: int = 2) -> RopeCase:
-    """A :class:`RopeCase` with up to 5 queries and keys, positions up to ``max_position``; one example in six
+    """A :class:`RopeCase` with up to 5 queries and keys, positions up to ``max_position``; one example in three
     with batch 3 or 4, width up to 64 and up to 64 queries and keys."""
-    if draw(st.integers(1, 6), label="size class") == 6:  # the sizes models use: batch 3-4, d and t up to 64
+    if draw(st.integers(1, 3), label="size class") == 3:  # the sizes models use: batch 3-4, d and t up to 64
         b, d, min_t, max_t = draw(st.integers(3, 4)), 2 * draw(st.integers(max(min_d, 18) // 2, 32)), 6, 64
     else:
         b, d, min_t, max_t = draw(st.integers(1, 2)), draw(sf.even_widths(max_d).filter(lambda n: n >= min_d)), 1, 5
