@@ -365,7 +365,7 @@ def attention_with_alibi_adds_the_fixed_slopes_bias_inside_the_softmax(ctx: Cont
 # -- extrapolation ------------------------------------------------------------------------------
 
 
-@claim_property("alibi.extrapolation", needs=ALIBI)
+@claim_property("alibi.any-length", needs=ALIBI)
 @given(case=heads_and_lengths(), longer=st.integers(1, 24), causal=st.booleans())
 @example(case=(8, 16), longer=240, causal=True)
 def the_bias_of_a_short_input_is_the_top_left_block_of_a_longer_ones(ctx: Context, case, longer, causal) -> None:
@@ -401,7 +401,7 @@ def extrapolations(draw: st.DrawFn) -> tuple[int, int, int]:
     return h, trained, draw(st.integers(math.ceil(1.5 * trained), 2 * trained))
 
 
-@claim_property("alibi.extrapolation", needs=(), about="published-numbers", dtypes=("float64",))
+@claim_property("alibi.any-length", needs=(), about="published-numbers", dtypes=("float64",))
 @given(case=extrapolations())
 @example(case=(8, 1024, 2048))
 def the_weight_beyond_the_training_length_is_a_geometric_tail(ctx: Context, case) -> None:
@@ -413,7 +413,7 @@ def the_weight_beyond_the_training_length_is_a_geometric_tail(ctx: Context, case
                      f"weight beyond L={trained} at t={t}, per head", scale=t)
 
 
-@claim_property("alibi.extrapolation", needs=(), about="published-numbers", expect="counterexample", dtypes=("float64",))
+@claim_property("alibi.any-length", needs=(), about="published-numbers", expect="counterexample", dtypes=("float64",))
 @given(case=extrapolations())
 @example(case=(8, 1024, 2048))
 def beyond_the_training_length_attention_stays_within_trained_distances_as_written(ctx: Context, case) -> None:
