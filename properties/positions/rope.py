@@ -66,21 +66,35 @@ def rotation_matrix(m: float, d: int, pairing: str, base: float = 10000.0) -> to
     return r
 
 
+def _pairs_and_angles(d: int, pairing: str, base: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The features ``a (d/2,)`` and ``b (d/2,)`` of each pair and its frequency ``theta_i = base^(-2i/d)``."""
+    idx = torch.tensor(pair_indices(d, pairing), dtype=torch.int64).reshape(-1, 2)  # (d/2, 2)
+    theta = torch.tensor([base ** (-2.0 * i / d) for i in range(d // 2)], dtype=torch.float64)  # (d/2,)
+    return idx[:, 0], idx[:, 1], theta
+
+
 def rotate_formula(x: torch.Tensor, positions: torch.Tensor, pairing: str, base: float = 10000.0) -> torch.Tensor:
-    """``R_{Theta,p_j} x_j`` for every row ``j`` of ``x (B, t, d)``."""
-    rs = torch.stack([rotation_matrix(float(p), x.shape[-1], pairing, base) for p in positions.tolist()])  # (t,d,d)
-    return torch.einsum("tij,btj->bti", rs, x)
+    """``R_{Theta,p_j} x_j`` for every row ``j`` of ``x (B, t, d)``, the entries of :func:`rotation_matrix` written
+    out pair by pair: ``(x_a, x_b) -> (c x_a - s x_b, s x_a + c x_b)`` with ``c, s = cos, sin(p_j theta_i)``."""
+    a, b, theta = _pairs_and_angles(x.shape[-1], pairing, base)
+    angle = positions.to(torch.float64)[:, None] * theta  # (t, d/2)
+    c, s = angle.cos(), angle.sin()
+    out = x.clone()
+    out[..., a] = c * x[..., a] - s * x[..., b]  # (B, t, d/2)
+    out[..., b] = s * x[..., a] + c * x[..., b]
+    return out
 
 
 def score_formula(q: torch.Tensor, k: torch.Tensor, pq: torch.Tensor, pk: torch.Tensor, pairing: str) -> torch.Tensor:
-    """``S_ij = q_i^T R_{pk_j - pq_i} k_j`` ``(B, t_q, t_k)``: the score through the offset alone."""
-    b, t_q, t_k, d = q.shape[0], q.shape[1], k.shape[1], q.shape[-1]
-    s = torch.empty(b, t_q, t_k, dtype=torch.float64)
-    for i in range(t_q):
-        for j in range(t_k):
-            r = rotation_matrix(float(pk[j] - pq[i]), d, pairing)
-            s[:, i, j] = torch.einsum("bd,de,be->b", q[:, i], r, k[:, j])
-    return s
+    """``S_ij = q_i^T R_{pk_j - pq_i} k_j`` ``(B, t_q, t_k)``: the score through the offset alone. Per pair,
+    ``q^T R_r k = cos(r theta) (q_a k_a + q_b k_b) + sin(r theta) (q_b k_a - q_a k_b)``."""
+    a, b, theta = _pairs_and_angles(q.shape[-1], pairing, 10000.0)
+    offset = (pk[None, :] - pq[:, None]).to(torch.float64)  # (t_q, t_k)
+    angle = offset[..., None] * theta  # (t_q, t_k, d/2)
+    qa, qb, ka, kb = q[..., a], q[..., b], k[..., a], k[..., b]  # (B, t, d/2)
+    same = torch.einsum("bip,bjp,ijp->bij", qa, ka, angle.cos()) + torch.einsum("bip,bjp,ijp->bij", qb, kb, angle.cos())
+    cross = torch.einsum("bip,bjp,ijp->bij", qb, ka, angle.sin()) - torch.einsum("bip,bjp,ijp->bij", qa, kb, angle.sin())
+    return same + cross
 
 
 def half_from_interleaved_permutation(d: int) -> torch.Tensor:
