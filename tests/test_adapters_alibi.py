@@ -61,9 +61,42 @@ def slopes_of_causal(bias: torch.Tensor) -> torch.Tensor:
 # -- BLOOM ---------------------------------------------------------------------------------------
 
 
-def test_bloom_provides_alibi_only(bloom: Any) -> None:
+def test_bloom_provides_alibi_its_attention_and_its_parameter_count(bloom: Any) -> None:
     assert bloom.name == "hf-bloom"
-    assert provided_operations(bloom) == {"alibi_bias"}
+    assert provided_operations(bloom) == {"alibi_bias", "alibi_attention", "count_parameters"}
+
+
+@pytest.mark.parametrize("h", [1, 3, 8])
+def test_bloom_attention_is_the_papers_alibi_attention_under_the_causal_mask(bloom: Any, h: int) -> None:
+    g = torch.Generator().manual_seed(h)
+    q, k, v = (torch.randn(2, h, 7, 4, generator=g, dtype=F64) for _ in range(3))
+    i, j = grid(7, 7)
+    scores = q @ k.transpose(-2, -1) / 2.0 - paper_slopes(h)[:, None, None] * (i - j).abs()
+    expected = torch.softmax(scores.masked_fill(j > i, float("-inf")), -1) @ v
+    # float32 softmax inside BloomAttention, whatever the dtype (listed in deviations.toml)
+    torch.testing.assert_close(bloom.alibi_attention(q, k, v, causal=True), expected, rtol=1e-5, atol=1e-6)
+    got32 = bloom.alibi_attention(q.float(), k.float(), v.float(), causal=True)
+    assert got32.dtype == torch.float32
+    torch.testing.assert_close(got32.double(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_bloom_attention_is_causal_only_and_square_only(bloom: Any) -> None:
+    q = torch.zeros(1, 2, 3, 4, dtype=F64)
+    with pytest.raises(NotApplicable, match="causal only"):
+        bloom.alibi_attention(q, q, q, causal=False)
+    with pytest.raises(NotApplicable, match="t_q = t_k"):
+        bloom.alibi_attention(q, torch.zeros(1, 2, 5, 4, dtype=F64), torch.zeros(1, 2, 5, 4, dtype=F64), causal=True)
+
+
+def test_bloom_counts_its_own_layout_only(bloom: Any) -> None:
+    from specformer.protocol.blocks import ModelConfig
+    from specformer.reference.blocks.size import count_parameters
+
+    config = ModelConfig(100, 16, 2, 64, 2, positions="alibi", final_norm=True, embedding_norm=True)
+    assert bloom.count_parameters(config) == count_parameters(config) == 8224
+    with pytest.raises(NotApplicable, match="fixed"):
+        bloom.count_parameters(ModelConfig(100, 16, 2, 64, 2, positions="learned", final_norm=True,
+                                           embedding_norm=True))
 
 
 def test_bloom_adds_plus_m_j_the_same_for_every_query(bloom: Any) -> None:

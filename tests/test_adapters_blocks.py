@@ -240,3 +240,59 @@ def test_weights_of_the_wrong_shape_are_an_error(name: str) -> None:
     w_1, b_1, w_2, b_2 = FFN
     with pytest.raises(ValueError, match="b_1"):
         impl.feed_forward(X, w_1, b_1[:1], w_2, b_2)
+
+
+# -- stacks, parameter counts, the input sum --------------------------------------------------------
+
+
+def test_torch_nn_stack_agrees_with_the_reference_with_and_without_the_final_norm() -> None:
+    from specformer.adapters.torch_nn import implementation as torch_nn
+    from specformer.properties.blocks.strategies import layer_weights
+    from specformer.reference.blocks.stack import encoder_stack
+
+    layers = [layer_weights(seed, D_MODEL, D_FF) for seed in range(3)]
+    final = (torch.linspace(0.5, 1.5, D_MODEL, dtype=F64), torch.linspace(-0.5, 0.5, D_MODEL, dtype=F64))
+    for norm_first, causal in itertools.product((False, True), (False, True)):
+        kwargs = {"heads": HEADS, "norm_first": norm_first, "final_norm": final if norm_first else None,
+                  "causal": causal}
+        torch.testing.assert_close(torch_nn.encoder_stack(X, layers, **kwargs), encoder_stack(X, layers, **kwargs),
+                                   **EXACT)
+
+
+COUNTED = {
+    # name: (a configuration in the library's layout, one outside it)
+    "torch-nn": ({"encoder_layers": 2, "decoder_layers": 1, "final_norm": True, "shared_embeddings": False,
+                  "tied_output": False, "positions": "learned"}, {"encoder_layers": 0, "decoder_layers": 2}),
+    "hf-gpt2": ({"encoder_layers": 2, "positions": "learned", "final_norm": True, "tied_output": False},
+                {"encoder_layers": 2, "positions": "sinusoidal", "final_norm": True}),
+    "hf-bert": ({"encoder_layers": 2, "positions": "learned", "embedding_norm": True, "token_types": 2,
+                 "output_layer": False}, {"encoder_layers": 2, "positions": "learned", "output_layer": False}),
+}
+
+
+@pytest.mark.parametrize("name", list(COUNTED))
+def test_parameter_counts_agree_with_the_reference_inside_the_layout(name: str) -> None:
+    from specformer.protocol.blocks import ModelConfig
+    from specformer.reference.blocks.size import count_parameters
+
+    impl = _load(next(a for a in ADAPTERS if a.name == name))
+    inside, outside = COUNTED[name]
+    config = ModelConfig(100, 16, 2, 40, max_len=32, **inside)
+    assert impl.count_parameters(config) == count_parameters(config)
+    with pytest.raises((NotApplicable, ValueError)):
+        impl.count_parameters(ModelConfig(100, 16, 2, 40, max_len=32, **outside))
+    if name == "torch-nn":  # without final norms: custom stacks whose norm is None
+        plain = ModelConfig(100, 16, 2, 40, 2, 1, final_norm=False)
+        assert impl.count_parameters(plain) == count_parameters(plain)
+
+
+def test_gpt2_input_is_its_token_and_position_rows_unscaled() -> None:
+    impl = _load(ADAPTERS[2])
+    from specformer.reference.positions.learned import input_embedding
+
+    g = torch.Generator().manual_seed(0)
+    tokens = torch.randint(0, 7, (3, 5), generator=g)
+    e, p = torch.randn(7, 4, generator=g, dtype=F64), torch.randn(9, 4, generator=g, dtype=F64)
+    torch.testing.assert_close(impl.input_embedding(tokens, e, p), input_embedding(tokens, e, p), **EXACT)
+    with pytest.raises(NotApplicable, match="unscaled"):
+        impl.input_embedding(tokens, e, p, scale=True)

@@ -103,10 +103,17 @@ def test_positions_from_two_to_the_24_collide(adapter: tuple[str, Any]) -> None:
     assert not torch.equal(exact[0, 0], exact[0, 1])
 
 
-def test_rotary_embedding_torch_refuses_one_pair() -> None:
-    impl = _implementation("rotary-embedding-torch")
-    with pytest.raises(NotApplicable, match="dim=2"):
-        impl.rotary(_x(1, 2, 2), torch.tensor([0, 1]))
+@pytest.mark.parametrize("name", ["rotary-embedding-torch", "x-transformers"])
+def test_one_pair_is_rotated_through_the_first_pair_of_width_four(name: str) -> None:
+    if name == "x-transformers":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pytest.importorskip("x_transformers")
+            impl = importlib.import_module("specformer.adapters.xtransformers_attention").implementation
+    else:
+        impl = _implementation(name)
+    x, positions = _x(1, 3, 2), torch.tensor([0, 1, 5])
+    torch.testing.assert_close(impl.rotary(x, positions), reference.rotary(x, positions), rtol=1e-6, atol=1e-6)
 
 
 def test_adapter_module_imports_without_importing_the_library() -> None:

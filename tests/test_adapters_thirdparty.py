@@ -85,8 +85,8 @@ def _params(d_model: int, h: int, d_k: int, d_v: int, seed: int) -> MultiHeadPar
 #: The operations each adapter documents (the attention pair, plus positions and blocks where the library has them).
 BLOCKS = {"feed_forward", "encoder_layer", "decoder_layer"}  # tests/test_adapters_blocks.py
 OPERATIONS = {
-    "hf-bert": {"attention", "multihead_attention"} | BLOCKS,
-    "hf-gpt2": {"attention", "multihead_attention"} | BLOCKS,
+    "hf-bert": {"attention", "multihead_attention", "count_parameters"} | BLOCKS,
+    "hf-gpt2": {"attention", "multihead_attention", "count_parameters", "input_embedding"} | BLOCKS,
     "hf-llama": {"attention", "multihead_attention", "rotary"},
     "x-transformers": {"attention", "multihead_attention", "alibi_bias", "rotary"},
 }

@@ -47,7 +47,61 @@ NOISY = KindMutant("sinusoid-plus-fresh-noise", "sinusoidal",
 CONSTANT = KindMutant("every-position-gets-pe-0", "sinusoidal",
                       lambda p, d: sinusoidal.encoding(torch.zeros_like(p), d))
 
+from mutants import Mutant  # noqa: E402
+from specformer.reference.positions.learned import input_embedding, learned_positions  # noqa: E402
+
+
+def _clamped(positions, table):
+    return table[positions.clamp(max=table.shape[0] - 1)]  # (t, d): the last row past the end
+
+
+def _wrapped(positions, table):
+    return table[positions % table.shape[0]]  # (t, d): wraps around
+
+
+def _zeros_past(positions, table):
+    rows = table[positions.clamp(max=table.shape[0] - 1)]
+    return rows.masked_fill((positions >= table.shape[0])[:, None], 0.0)  # (t, d): zeros past the end
+
+
+def _off_by_one(positions, table):
+    return learned_positions((positions + 1).clamp(max=table.shape[0] - 1), table)
+
+
+def _sum_with(change):
+    def embed(tokens, token_table, position_table, *, scale=False):
+        return change(tokens, token_table, position_table, scale)
+
+    return embed
+
+
+TABLE_CLAMPS = Mutant("table-clamps-positions", learned_positions=_clamped)
+TABLE_WRAPS = Mutant("table-wraps-around", learned_positions=_wrapped)
+TABLE_ZEROS = Mutant("table-gives-zeros-past-its-end", learned_positions=_zeros_past)
+TABLE_SHIFTED = Mutant("table-reads-the-next-row", learned_positions=_off_by_one)
+SUM_NO_POSITIONS = Mutant("input-without-positions", input_embedding=_sum_with(
+    lambda tok, e, p, scale: input_embedding(tok, e, torch.zeros_like(p), scale=scale)))
+SUM_IGNORES_SCALE = Mutant("input-never-scaled", input_embedding=_sum_with(
+    lambda tok, e, p, scale: input_embedding(tok, e, p, scale=False)))
+SUM_SCALES_POSITIONS = Mutant("input-scales-the-positions-too", input_embedding=_sum_with(
+    lambda tok, e, p, scale: input_embedding(tok, e, p, scale=False) * (e.shape[1] ** 0.5 if scale else 1.0)))
+SUM_FIRST_ROW = Mutant("input-adds-position-0-everywhere", input_embedding=_sum_with(
+    lambda tok, e, p, scale: input_embedding(tok, e, p[:1].expand(p.shape[0], -1), scale=scale)))
+SUM_BATCH_POSITIONS = Mutant("input-counts-positions-across-the-batch", input_embedding=_sum_with(
+    lambda tok, e, p, scale: torch.cat([input_embedding(tok[i:i + 1], e, p[i:], scale=scale) if p.shape[0] - i >= tok.shape[1]
+                                        else input_embedding(tok[i:i + 1], e, p, scale=scale)
+                                        for i in range(tok.shape[0])])))
+
+LEARNED = "absolute.the_implementations_table_has_rows_up_to_its_length_only"
+INPUT = "absolute.the_implementations_input_is_the_token_row_plus_the_position_row"
+
 CASES = [
+    (LEARNED, TABLE_CLAMPS), (LEARNED, TABLE_WRAPS), (LEARNED, TABLE_ZEROS), (LEARNED, TABLE_SHIFTED),
+    (INPUT, SUM_NO_POSITIONS), (INPUT, SUM_IGNORES_SCALE), (INPUT, SUM_SCALES_POSITIONS), (INPUT, SUM_FIRST_ROW),
+    (INPUT, SUM_BATCH_POSITIONS),
+    ("absolute.a_power_of_two_sets_one_feature_and_the_first_feature_flips_every_step", BITS_MSB_FIRST),
+    ("absolute.a_power_of_two_sets_one_feature_and_the_first_feature_flips_every_step",
+     KindMutant("binary-gray-code", "binary", lambda p, d: absolute.bits(p ^ (p >> 1), d))),
     ("absolute.an_encoding_depends_on_the_position_alone", NOISY),
     ("absolute.binary_encodings_are_the_bits_and_distinct_below_two_to_the_d", BITS_MSB_FIRST),
     ("absolute.no_linear_map_shifts_binary_encodings", BITS_SHIFT_LINEARLY),
@@ -61,7 +115,7 @@ MATH = [
 
 
 @pytest.mark.parametrize(("qualname", "mutant"), CASES, ids=[f"{q.split('.', 1)[1]}-{m.name}" for q, m in CASES])
-def test_property_catches_mutant(qualname: str, mutant: KindMutant) -> None:
+def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
     row = assert_caught(qualname, mutant)
     assert row.message, "a caught mutant must come with a message"
 
@@ -102,6 +156,55 @@ def test_binary_encodings_of_the_reference_are_linear_nowhere() -> None:
 
 
 def test_every_absolute_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {q for q, _, _ in MATH}
+    covered = {q for q, _ in CASES} | {q for q, _, _ in MATH} | {PERFORMS, EQUAL, MODERN}
     mine = {q for q, p in properties.items() if p.module == "absolute"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
+
+
+@pytest.mark.parametrize("qualname", [LEARNED, INPUT])
+def test_the_reference_passes_the_implementation_properties(qualname: str) -> None:
+    row = run_row(qualname, ReferenceImplementation())
+    assert row.outcome == "pass", (row.outcome, row.message)
+
+
+def test_a_table_that_raises_another_exception_past_its_end_passes() -> None:
+    """Correct but different: a ``KeyError`` (or any exception) past the end is a refusal too."""
+
+    def refuses(positions, table):
+        if int(positions.max()) >= table.shape[0]:
+            raise KeyError(f"no row for position {int(positions.max())}")
+        return table[positions]
+
+    row = run_row(LEARNED, Mutant("keyerror-past-the-end", learned_positions=refuses))
+    assert row.outcome == "pass", (row.outcome, row.message)
+
+
+PERFORMS = "absolute.learned_embeddings_perform_better_as_written"
+EQUAL = "absolute.learned_and_sinusoidal_are_equal_within_a_tenth_of_a_bleu_point"
+MODERN = "absolute.gpt2_holds_a_learned_table_and_llama_rotary_embeddings"
+
+
+def test_the_documents_table_refutes_better_and_supports_equal() -> None:
+    assert run_row(PERFORMS, None).outcome == "refuted"
+    assert run_row(EQUAL, None).outcome == "pass"
+    assert run_row(MODERN, None).outcome == "pass"
+
+
+def test_a_table_where_learned_wins_leaves_nothing_to_refute(monkeypatch) -> None:
+    monkeypatch.setattr(absolute, "POSITION_TABLE", {"sinusoidal": (4.92, 25.8), "learned": (4.90, 26.0)})
+    assert run_row(PERFORMS, None).outcome == "fail"
+    assert run_row(EQUAL, None).outcome == "fail"
+
+
+def test_a_gpt2_without_a_learned_table_is_caught(monkeypatch) -> None:
+    import transformers
+
+    original = transformers.GPT2Model.__init__
+
+    def without_wpe(self, config):
+        original(self, config)
+        del self.wpe
+
+    monkeypatch.setattr(transformers.GPT2Model, "__init__", without_wpe)
+    row = run_row(MODERN, None)
+    assert row.outcome == "fail" and "learned position table" in row.message, row

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
 
 from conftest import assert_caught, run_row
+from mutants import Mutant
 from specformer.adapters.reference import ReferenceImplementation
 from specformer.properties.positions import alibi
+from specformer.reference.blocks.size import count_parameters
 from specformer.reference.positions.alibi import alibi_slopes
 
 
@@ -142,8 +143,6 @@ CASES = [
 
 MATH = [
     ("alibi.under_a_causal_mask_forms_that_differ_by_a_row_constant_give_the_same_weights", "pass"),
-    ("alibi.alibi_adds_no_parameters_as_sinusoidal_encodings_do_not", "pass"),
-    ("alibi.an_alibi_model_is_smaller_than_a_sinusoidal_one_as_written", "refuted"),
     ("alibi.the_weight_beyond_the_training_length_is_a_geometric_tail", "pass"),
     ("alibi.beyond_the_training_length_attention_stays_within_trained_distances_as_written", "refuted"),
 ]
@@ -175,22 +174,91 @@ def test_a_form_that_is_not_a_row_shift_changes_the_causal_weights(monkeypatch) 
     assert row.outcome == "fail", row.message
 
 
-class _LearnedSlopeParameters(nn.Module):
-    def __init__(self, n_max: int, d_model: int, h: int) -> None:
-        super().__init__()
-        self.slopes = nn.Parameter(alibi.paper_slopes(h))
+ALIBI_ATTENTION = "alibi.attention_with_alibi_adds_the_fixed_slopes_bias_inside_the_softmax"
+NO_POSITIONS = "alibi.an_implementations_alibi_model_holds_no_position_parameters"
+SMALLER = "alibi.an_implementations_alibi_model_is_smaller_than_its_sinusoidal_one_as_written"
 
 
-def test_learned_slopes_add_parameters(monkeypatch) -> None:
-    monkeypatch.setitem(alibi.POSITION_LAYERS, "alibi", _LearnedSlopeParameters)
-    row = run_row("alibi.alibi_adds_no_parameters_as_sinusoidal_encodings_do_not", None)
+def _alibi_attention_with(slopes=alibi_slopes, outside=False, causal_shift=0):
+    """ALiBi attention built from a slope rule, with the bias added inside (or after) the softmax."""
+
+    def attention(q, k, v, *, causal=False):
+        h, t = q.shape[1], q.shape[2]
+        i, j = _grid(t, t, None)
+        bias = -slopes(h)[:, None, None] * (i - j).abs()  # (h, t, t)
+        scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+        if not outside:
+            scores = scores + bias
+        if causal:
+            scores = scores.masked_fill(j > i + causal_shift, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        if outside:
+            weights = weights + bias.exp() / bias.exp().sum(-1, keepdim=True)  # mixed in after the softmax
+        return weights @ v
+
+    return attention
+
+
+def _linear_slopes(h):
+    return torch.arange(1, h + 1, dtype=torch.float64) / h  # positive, but not geometric
+
+
+def _base_four_slopes(h):
+    n = 2 ** (h.bit_length() - 1)
+    return torch.exp2(-4.0 * torch.arange(1, h + 1, dtype=torch.float64) / n)  # 2^(-4k/h): the wrong ratio
+
+
+def _reversed_slopes(h):
+    return alibi_slopes(h).flip(0)
+
+
+ATTENTION_MUTANTS = [
+    Mutant("alibi-attention-linear-slopes", alibi_attention=_alibi_attention_with(_linear_slopes)),
+    Mutant("alibi-attention-slopes-2^(-4k/h)", alibi_attention=_alibi_attention_with(_base_four_slopes)),
+    Mutant("alibi-attention-slopes-reversed", alibi_attention=_alibi_attention_with(_reversed_slopes)),
+    Mutant("alibi-bias-outside-the-softmax", alibi_attention=_alibi_attention_with(outside=True)),
+    Mutant("alibi-attention-sees-the-next-key", alibi_attention=_alibi_attention_with(causal_shift=1)),
+]
+
+
+@pytest.mark.parametrize("mutant", ATTENTION_MUTANTS, ids=lambda m: m.name)
+def test_alibi_attention_catches_wrong_slopes_and_placement(mutant) -> None:
+    assert_caught(ALIBI_ATTENTION, mutant)
+
+
+def test_slopes_only_the_attention_sees_wrong() -> None:
+    """Reversed slopes in ``alibi_attention`` while ``alibi_bias`` is right: the bias properties pass, the
+    attention property (an independent check of the slopes) fails."""
+    mutant = Mutant("alibi-attention-slopes-reversed", alibi_attention=_alibi_attention_with(_reversed_slopes))
+    assert run_row("alibi.the_slopes_are_the_papers_fixed_geometric_sequence", mutant).outcome == "pass"
+    assert_caught(ALIBI_ATTENTION, mutant)
+
+
+def _counts_with(change):
+    return Mutant("miscounts", count_parameters=lambda config: change(config, count_parameters(config)))
+
+
+def test_learned_slopes_add_parameters() -> None:
+    mutant = _counts_with(lambda c, n: n + c.heads * (c.encoder_layers + c.decoder_layers) if c.positions == "alibi"
+                          else n)
+    assert_caught(NO_POSITIONS, mutant)
+
+
+def test_an_alibi_model_with_a_position_table_is_caught() -> None:
+    mutant = _counts_with(lambda c, n: n + c.max_len * c.d_model if c.positions == "alibi" else n)
+    assert_caught(NO_POSITIONS, mutant)
+
+
+def test_a_learned_table_in_place_of_sinusoidal_leaves_nothing_to_refute() -> None:
+    mutant = _counts_with(lambda c, n: n + c.max_len * c.d_model if c.positions == "sinusoidal" else n)
+    row = run_row(SMALLER, mutant)
     assert row.outcome == "fail", row.message
 
 
-def test_a_learned_table_in_place_of_sinusoidal_leaves_nothing_to_refute(monkeypatch) -> None:
-    monkeypatch.setitem(alibi.POSITION_LAYERS, "sinusoidal", alibi.LearnedPositions)
-    row = run_row("alibi.an_alibi_model_is_smaller_than_a_sinusoidal_one_as_written", None)
-    assert row.outcome == "fail", row.message
+@pytest.mark.parametrize("qualname, outcome", [(NO_POSITIONS, "pass"), (SMALLER, "refuted"), (ALIBI_ATTENTION, "pass")])
+def test_the_reference_passes_the_count_and_attention_properties(qualname: str, outcome: str) -> None:
+    row = run_row(qualname, ReferenceImplementation())
+    assert row.outcome == outcome, (row.outcome, row.message)
 
 
 def test_a_wrong_tail_formula_is_caught(monkeypatch) -> None:
@@ -214,6 +282,6 @@ def test_the_paper_slopes_of_the_property_module() -> None:
 
 
 def test_every_alibi_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {q for q, _ in MATH}
+    covered = {q for q, _ in CASES} | {q for q, _ in MATH} | {ALIBI_ATTENTION, NO_POSITIONS, SMALLER}
     mine = {q for q, p in properties.items() if p.module == "alibi"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"

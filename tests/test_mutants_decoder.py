@@ -77,7 +77,7 @@ def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
 
 
 def test_every_decoder_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES}
+    covered = {q for q, _ in CASES} | {FOLLOWS}
     mine = {q for q, p in properties.items() if p.module == "decoder"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -93,3 +93,32 @@ def test_the_reference_decoder_rejects_a_mismatched_memory() -> None:
         decoder_layer(x, torch.ones(2, 3, 5, dtype=torch.float64), w, heads=2, norm_first=False)
     with pytest.raises(ValueError, match="weights lack wc_q"):
         decoder_layer(x, x, {k: v for k, v in w.items() if k != "wc_q"}, heads=2, norm_first=False)
+
+
+# -- the second check of cross-attention's sources -----------------------------------------------------
+FOLLOWS = "decoder.the_output_follows_the_encoder_memory_through_cross_attention"
+SOURCES = "decoder.queries_come_from_the_target_keys_and_values_from_the_whole_source"
+
+
+def _keys_from_the_target(x, memory, w, *, heads, norm_first, activation="relu", eps=1e-5):
+    """Cross-attention over the decoder's own states: the memory is never read."""
+    from specformer.reference.blocks.decoder_layer import decoder_layer
+
+    return decoder_layer(x, x, w, heads=heads, norm_first=norm_first, activation=activation, eps=eps)
+
+
+KV_FROM_TARGET = Mutant("cross-attention-keys-and-values-from-the-target", decoder_layer=_keys_from_the_target)
+
+
+def test_keys_and_values_from_the_target_pass_the_permutation_check_and_fail_the_second() -> None:
+    from conftest import run_row
+
+    assert run_row(SOURCES, KV_FROM_TARGET).outcome == "pass"  # what the issue found: reordering the memory is moot
+    assert_caught(FOLLOWS, KV_FROM_TARGET)
+
+
+def test_the_reference_passes_the_second_check() -> None:
+    from conftest import run_row
+    from specformer.adapters.reference import ReferenceImplementation
+
+    assert run_row(FOLLOWS, ReferenceImplementation()).outcome == "pass"

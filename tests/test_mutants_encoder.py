@@ -54,18 +54,39 @@ def _by_norm(post, pre):
 
 NO_RESIDUAL = Mutant("no-residual-connections", encoder_layer=_by_norm(_no_residual, _no_residual_pre))
 
+from specformer.reference.blocks.stack import encoder_stack  # noqa: E402
+
+
+def _stack(order=lambda layers: layers, final=True, same_weights=False):
+    """A stack built from the reference's layers with one thing wrong."""
+
+    def stack(x, layers, *, heads, norm_first, final_norm=None, activation="relu", eps=1e-5, causal=False):
+        chosen = [layers[0]] * len(layers) if same_weights else order(list(layers))
+        return encoder_stack(x, chosen, heads=heads, norm_first=norm_first, final_norm=final_norm if final else None,
+                             activation=activation, eps=eps, causal=causal)
+
+    return stack
+
+
+REVERSED = Mutant("stack-in-reverse-order", encoder_stack=_stack(order=lambda layers: layers[::-1]))
+NO_FINAL_NORM = Mutant("stack-without-final-norm", encoder_stack=_stack(final=False))
+SHARED_WEIGHTS = Mutant("stack-reuses-the-first-layer", encoder_stack=_stack(same_weights=True))
+ONE_LAYER = Mutant("stack-of-the-first-layer-only", encoder_stack=_stack(order=lambda layers: layers[:1]))
+
 POST = "encoder.the_post_norm_layer_adds_then_normalises_after_each_sublayer"
 PRE = "encoder.the_pre_norm_layer_normalises_each_sublayers_input"
 RESIDUAL = "encoder.with_silent_sublayers_only_the_residual_path_is_left"
 ORDER = "encoder.attention_has_its_own_add_and_norm_before_the_feed_forward_network"
 AS_DRAWN = "encoder.one_add_and_norm_after_the_feed_forward_network_as_drawn"
 DEPTH = "encoder.the_original_stack_has_six_layers_and_bert_base_twelve"
+STACK = "encoder.the_stack_is_its_layers_in_order_and_a_pre_norm_stack_ends_with_a_final_norm"
 
 CASES = [
     (POST, PRE_ALWAYS), (POST, ONE_NORM), (POST, NO_RESIDUAL),
     (PRE, POST_ALWAYS), (PRE, NO_RESIDUAL),
     (RESIDUAL, NO_RESIDUAL), (RESIDUAL, PRE_ALWAYS),
     (ORDER, ONE_NORM), (ORDER, PRE_ALWAYS),
+    (STACK, REVERSED), (STACK, NO_FINAL_NORM), (STACK, SHARED_WEIGHTS), (STACK, ONE_LAYER),
 ]
 
 
@@ -91,7 +112,7 @@ def test_a_misstated_depth_is_caught(monkeypatch) -> None:
 
 
 def test_every_encoder_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {AS_DRAWN, DEPTH}
+    covered = {q for q, _ in CASES} | {AS_DRAWN, DEPTH, GRADIENT}
     mine = {q for q, p in properties.items() if p.module == "encoder"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -109,3 +130,34 @@ def test_the_reference_rejects_bad_weights() -> None:
         encoder_layer(x, w, heads=3, norm_first=False)
     with pytest.raises(ValueError, match=r"x must be \(B, t, d_model\)"):
         encoder_layer(torch.ones(3, 4), w, heads=2, norm_first=False)
+
+
+def test_a_layer_wrong_only_at_realistic_sizes_is_caught() -> None:
+    """Wrong only when t > 6 or d_model > 8 (beyond the small sizes): the last key is dropped."""
+
+    def layer(x, w, *, heads, norm_first, activation="relu", eps=1e-5, causal=False):
+        out = encoder_layer(x, w, heads=heads, norm_first=norm_first, activation=activation, eps=eps, causal=causal)
+        if x.shape[1] > 6 or x.shape[2] > 8:
+            short = encoder_layer(x[:, :-1], w, heads=heads, norm_first=norm_first, activation=activation, eps=eps,
+                                  causal=causal)
+            out = torch.cat([short, out[:, -1:]], dim=1)
+        return out
+
+    mutant = Mutant("drops-the-last-key-at-realistic-sizes", encoder_layer=layer)
+    assert_caught(POST, mutant)
+    assert_caught(PRE, mutant)
+
+
+GRADIENT = "encoder.the_derivative_through_a_residual_sublayer_is_the_identity_plus_the_sublayers"
+
+
+def _scaled_residual(x, w, heads, activation, causal):
+    attention, ffn, norm = encoder._sublayers(w, heads, activation, causal)
+    y = 0.5 * x + attention(norm(x, 1))
+    return y + ffn(norm(y, 2))
+
+
+def test_the_residual_gradient_catches_a_missing_or_scaled_residual() -> None:
+    assert run_row(GRADIENT, REFERENCE).outcome == "pass"
+    assert_caught(GRADIENT, NO_RESIDUAL)
+    assert_caught(GRADIENT, Mutant("half-residual", encoder_layer=_by_norm(_no_residual, _scaled_residual)))

@@ -94,7 +94,7 @@ def test_a_misstated_table_width_is_caught(monkeypatch) -> None:
 
 
 def test_every_ffn_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {AS_WRITTEN, "ffn.the_hidden_layer_is_four_times_as_wide"}
+    covered = {q for q, _ in CASES} | {AS_WRITTEN, "ffn.the_hidden_layer_is_four_times_as_wide", IDENTITY}
     mine = {q for q, p in properties.items() if p.module == "ffn"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -108,3 +108,41 @@ def test_the_reference_rejects_bad_input() -> None:
         feed_forward(torch.ones(1, 2, 5), w_1, b_1, w_2, b_2)
     with pytest.raises(ValueError, match="expected b_1"):
         feed_forward(x, w_1, torch.ones(3), w_2, b_2)
+
+
+# -- the second check of the activation and the first bias ------------------------------------------
+IDENTITY = "ffn.with_identity_weights_the_network_is_the_activation_of_x_plus_the_first_bias"
+
+
+def _with_activation(names: dict[str, str]):
+    def feed_forward_(x, w_1, b_1, w_2, b_2, *, activation="relu"):
+        return feed_forward(x, w_1, b_1, w_2, b_2, names.get(activation, activation))
+
+    return feed_forward_
+
+
+@pytest.mark.parametrize("mutant", [
+    Mutant("gelu-where-relu-is-asked", feed_forward=_with_activation({"relu": "gelu"})),
+    Mutant("tanh-gelu-where-exact-gelu-is-asked", feed_forward=_with_activation({"gelu": "gelu_tanh"})),
+    Mutant("no-first-bias", feed_forward=_ffn(lambda x, w1, b1, w2, b2, act: act(x @ w1) @ w2 + b2)),
+    Mutant("first-bias-after-the-activation", feed_forward=_ffn(lambda x, w1, b1, w2, b2, act: (act(x @ w1) + b1) @ w2
+                                                                + b2)),
+], ids=lambda m: m.name)
+def test_the_second_check_catches_a_wrong_activation_or_first_bias(mutant) -> None:
+    assert_caught(IDENTITY, mutant)
+
+
+def test_the_reference_passes_the_second_check() -> None:
+    assert run_row(IDENTITY, REFERENCE).outcome == "pass"
+
+
+def test_a_network_wrong_only_at_realistic_widths_is_caught() -> None:
+    def wide_wrong(x, w1, b1, w2, b2, act):
+        hidden = act(x @ w1 + b1)
+        if w1.shape[1] > 16:
+            hidden = hidden[..., :-1]  # drops the last hidden unit
+            w2 = w2[:-1]
+        return hidden @ w2 + b2
+
+    assert_caught("ffn.the_feed_forward_network_is_two_affine_maps_around_the_activation",
+                  Mutant("drops-a-hidden-unit-above-d_ff-16", feed_forward=_ffn(wide_wrong)))

@@ -33,9 +33,9 @@ CASES = [
     ("layernorm.each_token_is_normalised_on_its_own", OVER_BATCH),
     ("layernorm.before_gamma_and_beta_each_token_has_mean_zero_and_variance_below_one", UNBIASED),
     ("layernorm.before_gamma_and_beta_each_token_has_mean_zero_and_variance_below_one", NO_EPS),
-    # without eps a constant token is 0/0: NaN, not a variance of 1 -- the refutation needs eps to be found;
-    # an implementation that maps a constant token to unit variance hides it
-    ("layernorm.layer_norm_gives_every_token_unit_variance_as_written",
+    # without eps a constant token is 0/0: NaN; one that maps a constant token to unit variance is wrong too
+    ("layernorm.a_constant_token_normalises_to_beta_the_edge_case", NO_EPS),
+    ("layernorm.a_constant_token_normalises_to_beta_the_edge_case",
      Mutant("constant-token-to-unit-variance", layer_norm=lambda x, gamma, beta, *, eps=1e-5: _norm()(
          x + torch.linspace(-1, 1, x.shape[-1], dtype=x.dtype) * (x.std(-1, keepdim=True) < 1e-9), gamma, beta,
          eps=0.0))),
@@ -49,7 +49,7 @@ def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
 
 
 def test_every_layernorm_property_is_covered(properties) -> None:
-    covered = {qualname for qualname, _ in CASES}
+    covered = {qualname for qualname, _ in CASES} | {GAMMA_BETA}
     mine = {q for q, p in properties.items() if p.module == "layernorm"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -64,3 +64,34 @@ def test_the_reference_rejects_bad_input() -> None:
         layer_norm(x, torch.ones(3), torch.zeros(3), eps=0.0)
     with pytest.raises(ValueError, match="non-empty last"):
         layer_norm(torch.ones(2, 0), torch.ones(0), torch.zeros(0))
+
+
+# -- the second check of gamma and beta -------------------------------------------------------------
+GAMMA_BETA = "layernorm.gamma_scales_and_beta_shifts_each_feature_of_the_standardised_token"
+
+
+@pytest.mark.parametrize("mutant", [
+    Mutant("gamma-and-beta-swapped", layer_norm=lambda x, gamma, beta, *, eps=1e-5: _norm()(x, beta, gamma, eps=eps)),
+    Mutant("beta-scaled-by-gamma", layer_norm=lambda x, gamma, beta, *, eps=1e-5: gamma * (_norm()(
+        x, torch.ones_like(gamma), torch.zeros_like(beta), eps=eps) + beta)),
+    Mutant("gamma-ignored", layer_norm=lambda x, gamma, beta, *, eps=1e-5: _norm()(x, torch.ones_like(gamma), beta,
+                                                                                   eps=eps)),
+    Mutant("beta-reversed", layer_norm=lambda x, gamma, beta, *, eps=1e-5: _norm()(x, gamma, beta.flip(0), eps=eps)),
+], ids=lambda m: m.name)
+def test_the_second_check_catches_wrong_gamma_and_beta(mutant) -> None:
+    assert_caught(GAMMA_BETA, mutant)
+
+
+def test_the_reference_passes_the_second_check() -> None:
+    from conftest import run_row
+    from specformer.adapters.reference import ReferenceImplementation
+
+    assert run_row(GAMMA_BETA, ReferenceImplementation()).outcome == "pass"
+
+
+def test_a_layer_norm_wrong_only_for_wide_tokens_is_caught() -> None:
+    def layer_norm(x, gamma, beta, *, eps=1e-5):
+        return _norm(unbiased=x.shape[-1] > 8)(x, gamma, beta, eps=eps)
+
+    assert_caught("layernorm.layer_norm_is_the_formula_with_the_biased_variance_and_eps_inside_the_root",
+                  Mutant("unbiased-above-width-8", layer_norm=layer_norm))

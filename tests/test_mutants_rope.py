@@ -143,6 +143,32 @@ def test_the_mutants_differ_from_the_reference() -> None:
 
 
 def test_every_rope_property_is_covered(properties) -> None:  # noqa: ANN001
-    covered = {q for q, _ in CASES} | {q for q, _ in MATH}
+    covered = {q for q, _ in CASES} | {q for q, _ in MATH} | {BASE}
     mine = {q for q, p in properties.items() if p.module == "rope"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
+
+
+# -- the second check of the base -----------------------------------------------------------------------
+BASE = "rope.at_position_one_pair_i_turns_by_base_to_the_minus_2i_over_d"
+
+
+@pytest.mark.parametrize("mutant", [
+    Mutant("base-always-10000", lambda rot, x, p, pairing, base: rot(x, p, pairing=pairing, base=10000.0)),
+    Mutant("base-squared", lambda rot, x, p, pairing, base: rot(x, p, pairing=pairing, base=base * base)),
+    Mutant("angle-of-m-plus-1", lambda rot, x, p, pairing, base: rot(x, p + 1, pairing=pairing, base=base)),
+], ids=lambda m: m.name)
+def test_the_second_check_catches_a_wrong_base(mutant) -> None:
+    assert_caught(BASE, mutant)
+
+
+def test_the_reference_passes_the_second_check() -> None:
+    assert run_row(BASE, ReferenceImplementation()).outcome == "pass"
+
+
+def test_a_rotation_wrong_only_for_long_inputs_is_caught() -> None:
+    def long_wrong(rot, x, p, pairing, base):
+        out = rot(x, p, pairing=pairing, base=base)
+        return out if x.shape[1] <= 6 else torch.cat([out[:, :-1], x[:, -1:]], dim=1)  # last row unrotated
+
+    assert_caught("rope.rotary_applies_the_rotation_matrix_of_each_rows_position",
+                  Mutant("last-row-unrotated-above-t-6", long_wrong))

@@ -27,7 +27,8 @@ TENSOR_OPERATIONS = (
     "attention", "multihead_attention", "score", "layer_norm", "feed_forward", "encoder_layer", "decoder_layer",
     "positional_encoding", "rotary", "embedding_lookup", "cosine_similarity", "cbow_hidden",
     "noise_distribution", "glove_weight", "euclidean_distance", "lookup_gradient", "tied_logits", "skipgram_softmax",
-    "negative_sampling_loss", "glove_loss", "fasttext_vector",
+    "negative_sampling_loss", "glove_loss", "fasttext_vector", "alibi_attention", "learned_positions",
+    "input_embedding", "encoder_stack",
 )
 
 

@@ -46,6 +46,7 @@ def a_layer_costs_linear_terms_plus_attentions_quadratic_products(ctx: Context, 
     at ``t = d_ff`` and, with ``d_ff = 4 d``, all of attention overtakes it at ``t = 2 d``."""
     d = heads * d_k
     if ctx not in _INVISIBLE:
+        norm_first = sf.within(ctx, "norm_first", norm_first, (False, True))
         counts = [_counted(ctx, b, n * t0, heads, d, d_ff, norm_first) for n in (1, 2, 3, 4)]
         parts = [layer_flops(b, n * t0, d, d_ff) for n in (1, 2, 3, 4)]
         if max(counts) == 0:

@@ -28,7 +28,8 @@ from specformer.reference.positions.sinusoidal import sinusoidal_encoding
 from . import strategies as sf
 
 EPS = 1e-5
-activations = st.sampled_from(("relu", "gelu", "gelu_tanh"))
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
+activations = st.sampled_from(ACTIVATIONS)
 
 
 def decoder_layer_written_out(x, memory, w, heads, norm_first, activation="relu") -> torch.Tensor:
@@ -50,6 +51,8 @@ def decoder_layer_written_out(x, memory, w, heads, norm_first, activation="relu"
 def the_decoder_layer_is_masked_self_attention_cross_attention_then_the_network(
         ctx: Context, case, norm_first, activation) -> None:
     """``y = Add&Norm(x, SA_causal)``, ``z = Add&Norm(y, CA(., memory))``, ``out = Add&Norm(z, FFN)``."""
+    norm_first = sf.within(ctx, "norm_first", norm_first, (False, True))
+    activation = sf.within(ctx, "activation", activation, ACTIVATIONS)
     out = ctx.decoder_layer(case.x, case.memory, case.weights, heads=case.heads, norm_first=norm_first,
                             activation=activation, eps=EPS)
 
@@ -69,11 +72,36 @@ def queries_come_from_the_target_keys_and_values_from_the_whole_source(ctx: Cont
                                                                       data) -> None:
     """Reordering the source tokens leaves the output unchanged (keys and values from the source, no mask on
     them, no positions added); the output has the target's length whatever the source's."""
+    norm_first = sf.within(ctx, "norm_first", norm_first, (False, True))
     perm = data.draw(sf.permutations_of(case.memory.shape[1]), label="source order")
     out = ctx.decoder_layer(case.x, case.memory, case.weights, heads=case.heads, norm_first=norm_first, eps=EPS)
     shuffled = ctx.decoder_layer(case.x, case.memory[:, perm], case.weights, heads=case.heads,
                                  norm_first=norm_first, eps=EPS)
     ctx.assert_close(shuffled, out, f"decoder output with the source tokens reordered by {perm.tolist()}", scale=16)
+
+
+def _cross_attention_only(w: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The weights with self-attention's and the network's output maps zeroed: only cross-attention acts."""
+    quiet = dict(w)
+    for key in ("w_o", "b_o", "w_2", "b_2"):
+        quiet[key] = torch.zeros_like(w[key])
+    return quiet
+
+
+@claim_property("decoder.cross-attention-sources", needs=("decoder_layer",))
+@given(case=sf.layer_cases(decoder=True), norm_first=st.booleans(), seed=sf.seeds())
+def the_output_follows_the_encoder_memory_through_cross_attention(ctx: Context, case, norm_first, seed) -> None:
+    """A second check of where keys and values come from: with self-attention and the network silenced, the
+    layer's output for two different memories is the cross-attention written out with each memory (keys and
+    values projected from the memory, queries from the target); the outputs differ as the formula says."""
+    norm_first = sf.within(ctx, "norm_first", norm_first, (False, True))
+    w = _cross_attention_only(case.weights)
+    g = torch.Generator().manual_seed(seed)
+    other = 4 * torch.rand(case.memory.shape, generator=g, dtype=torch.float64) - 2  # (B, s, d_model)
+    for label, memory in (("the memory", case.memory), ("another memory", other)):
+        out = ctx.decoder_layer(case.x, memory, w, heads=case.heads, norm_first=norm_first, eps=EPS)
+        expected = decoder_layer_written_out(case.x, memory, w, case.heads, norm_first)
+        ctx.assert_close(out, expected, f"decoder layer with only cross-attention acting, over {label}", scale=16)
 
 
 def _later_tokens_changed(x: torch.Tensor, i: int, seed: int) -> torch.Tensor:
@@ -87,6 +115,7 @@ def _later_tokens_changed(x: torch.Tensor, i: int, seed: int) -> torch.Tensor:
 @given(case=sf.layer_cases(decoder=True, min_t=2), norm_first=st.booleans(), data=st.data())
 def a_decoder_position_does_not_see_later_target_tokens(ctx: Context, case, norm_first, data) -> None:
     """Changing the target tokens after position ``i`` leaves the outputs at positions ``<= i`` unchanged."""
+    norm_first = sf.within(ctx, "norm_first", norm_first, (False, True))
     i = data.draw(st.integers(0, case.x.shape[1] - 2), label="position")
     changed = _later_tokens_changed(case.x, i, data.draw(sf.seeds(), label="new tokens"))
     out = ctx.decoder_layer(case.x, case.memory, case.weights, heads=case.heads, norm_first=norm_first, eps=EPS)
@@ -99,6 +128,7 @@ def a_decoder_position_does_not_see_later_target_tokens(ctx: Context, case, norm
 @given(case=sf.layer_cases(min_t=2), norm_first=st.booleans(), data=st.data())
 def a_causal_layer_does_not_see_later_tokens(ctx: Context, case, norm_first, data) -> None:
     """The layer of a decoder-only stack (``causal=True``): outputs at positions ``<= i`` ignore later tokens."""
+    norm_first = sf.within(ctx, "norm_first", norm_first, (False, True))
     i = data.draw(st.integers(0, case.x.shape[1] - 2), label="position")
     changed = _later_tokens_changed(case.x, i, data.draw(sf.seeds(), label="new tokens"))
     out = ctx.encoder_layer(case.x, case.weights, heads=case.heads, norm_first=norm_first, eps=EPS, causal=True)
@@ -112,6 +142,7 @@ def a_causal_layer_does_not_see_later_tokens(ctx: Context, case, norm_first, dat
 def a_decoder_layer_without_cross_attention_is_a_causal_encoder_layer(ctx: Context, case) -> None:
     """Pre-norm, cross-attention silenced (``W_O^c = 0, b_O^c = 0``): the decoder layer equals the causal encoder
     layer whose second norm is the decoder's third."""
+    ctx.require("norm_first", True)
     w = dict(case.weights, wc_o=torch.zeros_like(case.weights["wc_o"]), bc_o=torch.zeros_like(case.weights["bc_o"]))
     out = ctx.decoder_layer(case.x, case.memory, w, heads=case.heads, norm_first=True, eps=EPS)
     encoder_weights = {k: w[k] for k in ENCODER_KEYS} | {"gamma_2": w["gamma_3"], "beta_2": w["beta_3"]}
@@ -121,8 +152,9 @@ def a_decoder_layer_without_cross_attention_is_a_causal_encoder_layer(ctx: Conte
 
 
 def _stack(ctx: Context, h: torch.Tensor, layers: list[dict[str, torch.Tensor]], heads: int) -> torch.Tensor:
+    norm_first = sf.within(ctx, "norm_first", True, (True, False))  # either placement is a causal stack
     for w in layers:
-        h = ctx.encoder_layer(h, w, heads=heads, norm_first=True, eps=EPS, causal=True)
+        h = ctx.encoder_layer(h, w, heads=heads, norm_first=norm_first, eps=EPS, causal=True)
     return h
 
 

@@ -63,13 +63,16 @@ def _same_dtype(layer, case: sf.LayerCase, activation: str, causal: bool):
     return compute
 
 
-activations = st.sampled_from(("relu", "gelu", "gelu_tanh"))
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
+activations = st.sampled_from(ACTIVATIONS)
 
 
 @claim_property("encoder.post-norm", needs=("encoder_layer",))
 @given(case=sf.layer_cases(), activation=activations, causal=st.booleans())
 def the_post_norm_layer_adds_then_normalises_after_each_sublayer(ctx: Context, case, activation, causal) -> None:
     """``norm_first=False``: ``y = LN_1(x + MultiHead(x)),\\ out = LN_2(y + FFN(y))``."""
+    ctx.require("norm_first", False)
+    activation = sf.within(ctx, "activation", activation, ACTIVATIONS)
     out = ctx.encoder_layer(case.x, case.weights, heads=case.heads, norm_first=False, activation=activation,
                             eps=EPS, causal=causal)
     ctx.assert_close(out, post_norm_layer(case.x, case.weights, case.heads, activation, causal),
@@ -81,6 +84,8 @@ def the_post_norm_layer_adds_then_normalises_after_each_sublayer(ctx: Context, c
 @given(case=sf.layer_cases(), activation=activations, causal=st.booleans())
 def the_pre_norm_layer_normalises_each_sublayers_input(ctx: Context, case, activation, causal) -> None:
     """``norm_first=True``: ``y = x + MultiHead(LN_1(x)),\\ out = y + FFN(LN_2(y))``."""
+    ctx.require("norm_first", True)
+    activation = sf.within(ctx, "activation", activation, ACTIVATIONS)
     out = ctx.encoder_layer(case.x, case.weights, heads=case.heads, norm_first=True, activation=activation,
                             eps=EPS, causal=causal)
     ctx.assert_close(out, pre_norm_layer(case.x, case.weights, case.heads, activation, causal),
@@ -101,6 +106,7 @@ def _silenced(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def with_silent_sublayers_only_the_residual_path_is_left(ctx: Context, case, norm_first) -> None:
     """With ``SA = FFN = 0`` the residual path alone remains: a pre-norm layer is the identity,
     a post-norm layer is ``LN_2(LN_1(x))``."""
+    norm_first = sf.within(ctx, "norm_first", norm_first, (False, True))
     w = _silenced(case.weights)
     out = ctx.encoder_layer(case.x, w, heads=case.heads, norm_first=norm_first, eps=EPS)
     if norm_first:
@@ -115,6 +121,7 @@ def with_silent_sublayers_only_the_residual_path_is_left(ctx: Context, case, nor
 def attention_has_its_own_add_and_norm_before_the_feed_forward_network(ctx: Context, case) -> None:
     """Corrected: with the feed-forward network silenced, a post-norm layer is ``LN_2(LN_1(x + SA(x)))``:
     the attention sublayer is added and normalised before the network sees it."""
+    ctx.require("norm_first", False)
     w = dict(case.weights, w_2=torch.zeros_like(case.weights["w_2"]), b_2=torch.zeros_like(case.weights["b_2"]))
     out = ctx.encoder_layer(case.x, w, heads=case.heads, norm_first=False, eps=EPS)
     attention, _, norm = _sublayers(w, case.heads, "relu", False)
@@ -125,11 +132,12 @@ def attention_has_its_own_add_and_norm_before_the_feed_forward_network(ctx: Cont
 @given(case=sf.layer_cases())
 def one_add_and_norm_after_the_feed_forward_network_as_drawn(ctx: Context, case) -> None:
     """As drawn in 001's flowchart: the layer is ``LN(x + FFN(SA(x)))``, one Add & LayerNorm."""
+    ctx.require("norm_first", False)
     out = ctx.encoder_layer(case.x, case.weights, heads=case.heads, norm_first=False, eps=EPS)
     ctx.assert_close(out, one_norm_layer(case.x, case.weights, case.heads), "layer as LN(x + FFN(SA(x)))", scale=16)
 
 
-@claim_property("encoder.stack-depth", needs=(), dtypes=("float64",), max_examples=1)
+@claim_property("encoder.stack-depth", needs=(), about="library", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def the_original_stack_has_six_layers_and_bert_base_twelve(ctx: Context, _) -> None:
     """``torch.nn.Transformer()`` stacks 6 encoder and 6 decoder layers; ``BertConfig()`` 12 layers."""
@@ -144,3 +152,62 @@ def the_original_stack_has_six_layers_and_bert_base_twelve(ctx: Context, _) -> N
     expected = {"nn.Transformer encoder": 6, "nn.Transformer decoder": 6, "BertConfig().num_hidden_layers": 12}
     wrong = {k: (v, expected[k]) for k, v in counts.items() if v != expected[k]}
     assert not wrong, f"layer counts (found, claimed): {wrong}"
+
+
+@st.composite
+def stack_cases(draw: st.DrawFn) -> tuple[sf.LayerCase, list[dict[str, torch.Tensor]], tuple[torch.Tensor, ...]]:
+    """A layer case, 1 to 4 layers of independent weights, and a final norm's ``(gamma, beta)``."""
+    case = draw(sf.layer_cases())
+    d_model, d_ff = case.weights["w_1"].shape
+    n = draw(st.integers(1, 4), label="layers")
+    seed = draw(sf.seeds(), label="stack seed")
+    layers = [case.weights] + [sf.layer_weights(seed + i, d_model, d_ff) for i in range(1, n)]
+    final = sf.layer_weights(seed + n, d_model, d_ff, ("gamma_f", "beta_f"))
+    return case, layers, (final["gamma_f"], final["beta_f"])
+
+
+@claim_property("encoder.stack", needs=("encoder_stack",))
+@given(stack=stack_cases(), norm_first=st.booleans(), activation=activations, causal=st.booleans())
+def the_stack_is_its_layers_in_order_and_a_pre_norm_stack_ends_with_a_final_norm(
+        ctx: Context, stack, norm_first, activation, causal) -> None:
+    """``N`` layers, each with its own weights, applied in order; a pre-norm stack then applies
+    ``LN_f`` (``gamma_f, beta_f``), a post-norm stack nothing more (its last layer ends with a norm)."""
+    case, layers, final = stack
+    norm_first = sf.within(ctx, "norm_first", norm_first, (False, True))
+    activation = sf.within(ctx, "activation", activation, ACTIVATIONS)
+    final_norm = final if norm_first else None
+    out = ctx.encoder_stack(case.x, layers, heads=case.heads, norm_first=norm_first, final_norm=final_norm,
+                            activation=activation, eps=EPS, causal=causal)
+    layer = pre_norm_layer if norm_first else post_norm_layer
+
+    def run(dtype: torch.dtype) -> torch.Tensor:
+        h = case.x.to(dtype)
+        for w in layers:
+            h = layer(h, {k: v.to(dtype) for k, v in w.items()}, case.heads, activation, causal)
+        return layer_norm(h, final[0].to(dtype), final[1].to(dtype), EPS) if norm_first else h
+
+    kind = "pre-norm stack with its final norm" if norm_first else "post-norm stack"
+    ctx.assert_close(out, run(torch.float64), f"{kind} of {len(layers)} layers ({activation})",
+                     scale=16 * len(layers), same_dtype=run)
+
+
+@claim_property("encoder.residual-gradient", needs=("encoder_layer",), dtypes=("float64",), max_examples=40)
+@given(case=sf.layer_cases(), seed=sf.seeds())
+def the_derivative_through_a_residual_sublayer_is_the_identity_plus_the_sublayers(ctx: Context, case, seed) -> None:
+    """Pre-norm, feed-forward network silenced, so the layer is ``x + SA(LN_1(x))``: along any direction ``v``
+    the implementation's derivative (central differences, ``h = 1e-4``) is ``v + J_{SA o LN_1}(x) v``, the
+    sublayer's part from autograd on the layer written out here; the identity path carries ``v`` unchanged."""
+    ctx.require("norm_first", True)
+    w = dict(case.weights, w_2=torch.zeros_like(case.weights["w_2"]), b_2=torch.zeros_like(case.weights["b_2"]))
+    g = torch.Generator().manual_seed(seed)
+    v = torch.randn(case.x.shape, generator=g, dtype=torch.float64)  # (B, t, d_model)
+    v = v / v.norm()
+    h = 1e-4
+    plus = ctx.encoder_layer(case.x + h * v, w, heads=case.heads, norm_first=True, eps=EPS)
+    minus = ctx.encoder_layer(case.x - h * v, w, heads=case.heads, norm_first=True, eps=EPS)
+    derivative = (plus - minus) / (2 * h)  # J v, to O(h^2)
+    attention, _, norm = _sublayers(w, case.heads, "relu", False)
+    _, sublayer = torch.autograd.functional.jvp(lambda x: attention(norm(x, 1)), case.x, v)
+    # central differences: truncation O(h^2 |f'''|) and rounding O(eps |f| / h); 1e-6 covers both here
+    ctx.assert_close(derivative, v + sublayer, "derivative of x + SA(LN_1(x)) along v vs v + J_SA v", scale=1e4)
+    assert (derivative - sublayer - v).abs().max() < 1e-5, "the identity path does not carry v unchanged"

@@ -38,8 +38,12 @@ ACTIVATIONS = {
 @st.composite
 def ffn_cases(draw: st.DrawFn, activations: tuple[str, ...] = tuple(ACTIVATIONS)):
     """``x (B, t, d_model)``, ``w_1, b_1, w_2, b_2`` and an activation name."""
-    b, t = draw(st.integers(1, 2)), draw(st.integers(1, 5))
-    d_model, d_ff = draw(st.integers(1, 8)), draw(st.integers(1, 16))
+    if sf.realistic(draw):  # one example in three at the sizes models use
+        b, t = draw(st.integers(3, 4)), draw(st.integers(6, 64))
+        d_model, d_ff = draw(st.integers(9, 64)), draw(st.integers(17, 256))
+    else:
+        b, t = draw(st.integers(1, 2)), draw(st.integers(1, 5))
+        d_model, d_ff = draw(st.integers(1, 8)), draw(st.integers(1, 16))
     x = draw(sf.tensors((b, t, d_model), 2.0), label="x")
     w = sf.layer_weights(draw(sf.seeds(), label="seed"), d_model, d_ff, ("w_1", "b_1", "w_2", "b_2"))
     return x, w["w_1"], w["b_1"], w["w_2"], w["b_2"], draw(st.sampled_from(activations), label="activation")
@@ -58,6 +62,7 @@ def ffn_formula(x, w_1, b_1, w_2, b_2, activation: str = "relu") -> torch.Tensor
 def the_feed_forward_network_is_two_affine_maps_around_the_activation(ctx: Context, case) -> None:
     """``FFN(x) = max(0, x W_1 + b_1) W_2 + b_2`` (and with GELU or its tanh form where asked)."""
     x, w_1, b_1, w_2, b_2, activation = case
+    activation = sf.within(ctx, "activation", activation, tuple(ACTIVATIONS))
     out = ctx.feed_forward(x, w_1, b_1, w_2, b_2, activation=activation)
     ctx.assert_close(out, ffn_formula(x, w_1, b_1, w_2, b_2, activation), f"FFN(x) with {activation}", scale=4,
                      same_dtype=lambda dt: ffn_formula(*(a.to(dt) for a in case[:5]), activation))
@@ -68,6 +73,7 @@ def the_feed_forward_network_is_two_affine_maps_around_the_activation(ctx: Conte
 def each_position_goes_through_the_same_network_on_its_own(ctx: Context, case, data) -> None:
     """Replacing every other token leaves a token's output unchanged, and permuting positions permutes outputs."""
     x, w_1, b_1, w_2, b_2, activation = case
+    activation = sf.within(ctx, "activation", activation, tuple(ACTIVATIONS))
     b, t, d = x.shape
     keep = (data.draw(st.integers(0, b - 1), label="sequence"), data.draw(st.integers(0, t - 1), label="position"))
     x2 = data.draw(sf.tensors((b, t, d), 2.0), label="other tokens").clone()
@@ -92,6 +98,7 @@ def as_convolution(x, w_1, b_1, w_2, b_2, activation: str) -> torch.Tensor:
 @given(case=ffn_cases())
 def the_feed_forward_network_is_a_convolution_of_width_one(ctx: Context, case) -> None:
     """``FFN`` over the sequence equals ``conv1d(act(conv1d(x; W_1^T, b_1)); W_2^T, b_2)`` with kernel width 1."""
+    case = (*case[:5], sf.within(ctx, "activation", case[5], tuple(ACTIVATIONS)))
     out = ctx.feed_forward(*case[:5], activation=case[5])
     ctx.assert_close(out, as_convolution(*case), f"FFN against two width-1 convolutions ({case[5]})", scale=4,
                      same_dtype=lambda dt: as_convolution(*(a.to(dt) for a in case[:5]), case[5]))
@@ -120,7 +127,7 @@ def library_widths() -> dict[str, tuple[int, int]]:
     return widths
 
 
-@claim_property("ffn.expansion", needs=(), dtypes=("float64",), max_examples=1)
+@claim_property("ffn.expansion", needs=(), about="library", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def the_hidden_layer_is_four_times_as_wide(ctx: Context, _) -> None:
     """``d_ff = 4 d_model`` in the slides' table, PyTorch's default layer, BERT's and GPT-2's configurations,
@@ -187,6 +194,7 @@ def pre_norm_encoder_layers_keep_the_tokens_apart(ctx: Context, seed, t, heads, 
     Measured over 263 random cases: minimum ``r(X_12) / r(X_0)`` 0.043, median 0.15. (Post-norm layers
     with the same weights lose the differences geometrically: median 1.8e-3, minimum 2.9e-7.)
     """
+    ctx.require("norm_first", True)
     d = heads * d_k
     assume(d >= 4)
     x, _ = collapse_case(seed, t, d, 1.0)
@@ -195,3 +203,40 @@ def pre_norm_encoder_layers_keep_the_tokens_apart(ctx: Context, seed, t, heads, 
         x = ctx.encoder_layer(x, sf.layer_weights(seed + layer, d, 4 * d), heads=heads, norm_first=True)
     r_l = relative_residual(x)
     assert r_l >= r0 / 100, f"{DEPTH} pre-norm layers: r(X_L) = {r_l:.3g}, {r_l / r0:.3g} of r(X_0) = {r0:.3g}"
+
+
+#: The activations as PyTorch's own functions, a second source independent of :data:`ACTIVATIONS`.
+TORCH_ACTIVATIONS = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda z: F.gelu(z, approximate="tanh"),
+}
+
+
+@st.composite
+def identity_ffn_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, str]:
+    """``x (B, t, d)`` with entries in ``[-4, 4]`` (``d`` up to 64), a first bias ``b_1 (d,)`` and an activation."""
+    b, t, d = draw(st.integers(1, 3)), draw(st.integers(1, 8)), draw(st.integers(1, 64))
+    g = torch.Generator().manual_seed(draw(sf.seeds()))
+    x = 8 * torch.rand(b, t, d, generator=g, dtype=torch.float64) - 4  # (B, t, d)
+    b_1 = 4 * torch.rand(d, generator=g, dtype=torch.float64) - 2  # (d,)
+    return x, b_1, draw(st.sampled_from(tuple(TORCH_ACTIVATIONS)), label="activation")
+
+
+@claim_property("ffn.formula", needs=("feed_forward",))
+@given(case=identity_ffn_cases())
+@example(case=(torch.tensor([[[-1.0, 0.5, 1.0]]], dtype=torch.float64),
+               torch.tensor([0.0, -1.0, 0.0], dtype=torch.float64), "gelu"))
+def with_identity_weights_the_network_is_the_activation_of_x_plus_the_first_bias(ctx: Context, case) -> None:
+    """A second check of the activation and of ``b_1``: with ``W_1 = W_2 = I`` and ``b_2 = 0``,
+    ``FFN(x) = act(x + b_1)`` entry by entry (PyTorch's ``relu``/``gelu`` as the expected activation), and
+    the same ``x + b_1`` reached as ``x`` with no bias gives the same output."""
+    x, b_1, activation = case
+    activation = sf.within(ctx, "activation", activation, tuple(TORCH_ACTIVATIONS))
+    d = x.shape[-1]
+    eye, zeros = torch.eye(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64)
+    out = ctx.feed_forward(x, eye, b_1, eye, zeros, activation=activation)
+    ctx.assert_close(out, TORCH_ACTIVATIONS[activation](x + b_1), f"FFN with identity weights ({activation})",
+                     scale=4)
+    moved = ctx.feed_forward(x + b_1, eye, zeros, eye, zeros, activation=activation)
+    ctx.assert_close(out, moved, f"FFN(x; b_1) vs FFN(x + b_1; 0) ({activation})", scale=4)

@@ -29,8 +29,12 @@ def layer_norm_formula(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor,
 
 @st.composite
 def token_batches(draw: st.DrawFn, min_d: int = 2, max_d: int = 8) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``x (B, t, d)`` whose tokens each have a spread >= 0.1, and ``gamma``, ``beta`` ``(d,)``."""
-    b, t, d = draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(min_d, max_d))
+    """``x (B, t, d)`` whose tokens each have a spread >= 0.1, and ``gamma``, ``beta`` ``(d,)``; one example
+    in :data:`~.strategies.REALISTIC_ONE_IN` with batch 3 or 4, up to 64 tokens of width up to 64."""
+    if sf.realistic(draw):
+        b, t, d = draw(st.integers(3, 4)), draw(st.integers(5, 64)), draw(st.integers(max(min_d, 9), 64))
+    else:
+        b, t, d = draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(min_d, max_d))
     x = draw(sf.tensors((b, t, d)))
     assume(bool((x.std(-1, unbiased=False) >= 0.1).all()))
     return x, draw(sf.tensors((d,), 2.0)), draw(sf.tensors((d,), 2.0))
@@ -73,12 +77,36 @@ def before_gamma_and_beta_each_token_has_mean_zero_and_variance_below_one(ctx: C
     ctx.assert_close(out.var(-1, unbiased=False), var / (var + EPS), "variance of each normalised token", scale=8)
 
 
-@claim_property("layernorm.standardises", needs=("layer_norm",), expect="counterexample")
-@given(d=st.integers(2, 8), value=st.floats(-3, 3, allow_nan=False), b=st.integers(1, 2))
-@example(d=4, value=1.0, b=1)
-def layer_norm_gives_every_token_unit_variance_as_written(ctx: Context, d, value, b) -> None:
-    """As written: normalising standardises each token to mean 0 and variance 1 (before gamma and beta)."""
-    x = torch.full((b, 1, d), value, dtype=torch.float64)  # a constant token: sigma = 0
-    out = ctx.layer_norm(x, torch.ones(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64), eps=EPS)
-    ctx.assert_close(out.var(-1, unbiased=False), torch.ones(b, 1, dtype=torch.float64),
-                     "variance of a normalised constant token")
+@claim_property("layernorm.standardises", needs=("layer_norm",))
+@given(d=st.integers(2, 64), eighths=st.integers(-800, 800), b=st.integers(1, 3), seed=sf.seeds())
+@example(d=4, eighths=8, b=1, seed=0)
+def a_constant_token_normalises_to_beta_the_edge_case(ctx: Context, d, eighths, b, seed) -> None:
+    """The edge case, stated: a token whose features are all equal has ``sigma = 0``; it normalises to
+    ``0 / sqrt(eps) = 0`` before ``gamma`` and ``beta``, so the output is ``beta`` (variance 0, not 1).
+    Values are multiples of 1/8 up to 100, so that every dtype holds the token's mean exactly (a
+    mean rounded in float32 leaves ``x - mu`` of 1e-7, which ``1/sqrt(eps)`` magnifies to 3e-5)."""
+    value = eighths / 8
+    g = torch.Generator().manual_seed(seed)
+    gamma = 0.5 + torch.rand(d, generator=g, dtype=torch.float64)  # (d,) in [0.5, 1.5]
+    beta = torch.rand(d, generator=g, dtype=torch.float64) - 0.5  # (d,)
+    x = torch.full((b, 1, d), value, dtype=torch.float64)  # constant tokens
+    out = ctx.layer_norm(x, gamma, beta, eps=EPS)
+    ctx.assert_close(out, beta.expand_as(out), f"LayerNorm of a constant token (every feature {value:g})", scale=4)
+
+
+@claim_property("layernorm.formula", needs=("layer_norm",))
+@given(case=token_batches(), data=st.data())
+def gamma_scales_and_beta_shifts_each_feature_of_the_standardised_token(ctx: Context, case, data) -> None:
+    """A second check of ``gamma`` and ``beta``, without the formula: ``LN(x; gamma, beta) = gamma * LN(x; 1, 0)
+    + beta`` feature by feature, and ``LN(x; gamma, beta_1) - LN(x; gamma, beta_2) = beta_1 - beta_2`` for
+    every token, all from the implementation's own outputs."""
+    x, gamma, beta = case
+    d = x.shape[-1]
+    other_beta = data.draw(sf.tensors((d,), 2.0), label="another beta")
+    ones, zeros = torch.ones(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64)
+    plain = ctx.layer_norm(x, ones, zeros, eps=EPS)
+    out = ctx.layer_norm(x, gamma, beta, eps=EPS)
+    ctx.assert_close(out, gamma * plain + beta, "LN(x; gamma, beta) vs gamma * LN(x; 1, 0) + beta", scale=8)
+    shifted = ctx.layer_norm(x, gamma, other_beta, eps=EPS)
+    ctx.assert_close(out - shifted, (beta - other_beta).expand_as(out), "LN(x; gamma, beta) - LN(x; gamma, beta')",
+                     scale=8)

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from specformer.properties.strategies import BOUND, bounded_floats, permutations_of, seeds, tensors
 from specformer.protocol.blocks import DECODER_KEYS, ENCODER_KEYS
 
-__all__ = ["BOUND", "LayerCase", "bounded_floats", "layer_cases", "layer_weights", "permutations_of", "seeds",
-           "tensors"]
+__all__ = ["BOUND", "LayerCase", "REALISTIC_ONE_IN", "bounded_floats", "layer_cases", "layer_weights",
+           "permutations_of", "realistic", "seeds", "tensors", "within"]
 
 
 def layer_weights(seed: int, d_model: int, d_ff: int, keys: tuple[str, ...] = ENCODER_KEYS,
@@ -50,16 +50,43 @@ class LayerCase(NamedTuple):
     heads: int
 
 
+#: One example in this many is drawn at the sizes models use (see :func:`layer_cases`).
+REALISTIC_ONE_IN = 3
+
+
+def realistic(draw: st.DrawFn) -> bool:
+    """Whether this example is drawn at realistic sizes: one in :data:`REALISTIC_ONE_IN`, shrinking to small."""
+    return draw(st.integers(1, REALISTIC_ONE_IN), label="size class") == REALISTIC_ONE_IN
+
+
 @st.composite
 def layer_cases(draw: st.DrawFn, decoder: bool = False, max_t: int = 5, min_t: int = 1) -> LayerCase:
-    """A layer of width ``d_model = heads * d_k`` (2 to 8), ``d_ff`` 1 to 16, inputs in ``[-2, 2]``."""
-    heads = draw(st.integers(1, 2), label="heads")
-    d_model = heads * draw(st.integers(1 if heads > 1 else 2, 4), label="d_k")
-    d_ff = draw(st.integers(1, 16), label="d_ff")
-    b, t, s = draw(st.integers(1, 2)), draw(st.integers(min_t, max_t)), draw(st.integers(1, 4))
+    """A layer of width ``d_model = heads * d_k`` (2 to 8), ``d_ff`` 1 to 16, inputs in ``[-2, 2]``; one
+    example in :data:`REALISTIC_ONE_IN` at the sizes models use: up to 8 heads of width up to 8
+    (``d_model`` up to 64), ``d_ff`` up to 256, batch 3 or 4, target and source lengths up to 64."""
+    if realistic(draw):
+        heads = draw(st.integers(1, 8), label="heads")
+        d_model = heads * draw(st.integers(2, 8), label="d_k")
+        d_ff = draw(st.integers(16, 256), label="d_ff")
+        b, t, s = draw(st.integers(3, 4)), draw(st.integers(max(min_t, 6), 64)), draw(st.integers(5, 64))
+    else:
+        heads = draw(st.integers(1, 2), label="heads")
+        d_model = heads * draw(st.integers(1 if heads > 1 else 2, 4), label="d_k")
+        d_ff = draw(st.integers(1, 16), label="d_ff")
+        b, t, s = draw(st.integers(1, 2)), draw(st.integers(min_t, max_t)), draw(st.integers(1, 4))
     seed = draw(seeds(), label="seed")
     g = torch.Generator().manual_seed(seed)
     x = 4 * torch.rand(b, t, d_model, generator=g, dtype=torch.float64) - 2  # (B, t, d_model) in [-2, 2]
     memory = 4 * torch.rand(b, s, d_model, generator=g, dtype=torch.float64) - 2  # (B, s, d_model)
     weights = layer_weights(seed + 1, d_model, d_ff, DECODER_KEYS if decoder else ENCODER_KEYS)
     return LayerCase(x, memory, weights, heads)
+
+
+def within(ctx: object, convention: str, drawn: object, values: tuple) -> object:
+    """``drawn`` if the implementation declares it follows that value of ``convention``, else the first of
+    ``values`` it declares (the row ends not applicable at once when it declares none of them).
+
+    Hypothesis draws every value; an implementation is only ever asked for what it declares.
+    """
+    allowed = ctx.choices(convention, values)  # type: ignore[attr-defined]
+    return drawn if drawn in allowed else allowed[0]

@@ -5,8 +5,9 @@ codes, and what adding a position vector to the token embeddings does
 Expected values are written here in float64: the bits of a position (``(pos >> i) & 1``),
 the sinusoidal formula of :mod:`.sinusoidal`, and single-head self-attention
 ``softmax(X W_Q (X W_K)^T / sqrt(d)) X W_V``. Implementations are called through
-``ctx.positional_encoding(kind, ...)``. Properties with ``needs=()`` check the web notes'
-(002) learned-embedding code and PyTorch's ``nn.Embedding`` themselves.
+``ctx.positional_encoding(kind, ...)``, learned tables through ``ctx.learned_positions`` and
+the input sum through ``ctx.input_embedding``. Properties with ``needs=()`` check the web
+notes' (002) learned-embedding code and PyTorch's ``nn.Embedding`` themselves.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def learned_cases(draw: st.DrawFn) -> tuple[int, int, int, torch.Tensor, int]:
     return vocab, d, max_len, tokens.reshape(b, seq_len), draw(sf.seeds())  # (B * seq_len,) -> (B, seq_len)
 
 
-@claim_property("absolute.learned-table-length", needs=(), dtypes=("float64",))
+@claim_property("absolute.learned-table-length", needs=(), about="documents-code", dtypes=("float64",))
 @given(case=learned_cases(), extra=st.integers(1, 64))
 @example(case=(10, 4, 512, torch.zeros(1, 512, dtype=torch.int64), 0), extra=1)
 def a_learned_table_has_no_row_past_its_length(ctx: Context, case, extra) -> None:
@@ -79,7 +80,7 @@ def a_learned_table_has_no_row_past_its_length(ctx: Context, case, extra) -> Non
         raise AssertionError(f"a sequence of {max_len + extra} tokens went through a table of {max_len} positions")
 
 
-@claim_property("absolute.added-to-embeddings", needs=(), dtypes=("float64",))
+@claim_property("absolute.added-to-embeddings", needs=(), about="documents-code", dtypes=("float64",))
 @given(case=learned_cases())
 @example(case=(3, 2, 4, torch.tensor([[0, 1, 2], [2, 2, 0]]), 0))
 def the_position_row_is_added_to_every_token_embedding(ctx: Context, case) -> None:
@@ -94,6 +95,64 @@ def the_position_row_is_added_to_every_token_embedding(ctx: Context, case) -> No
     expected = table[tokens] + positions[:seq_len][None]  # (B, seq_len, d) + (1, seq_len, d)
     ctx.assert_close(out, expected, "TransformerEmbedding(tokens) vs E[token] + P[t]")
     ctx.assert_close(out - positions[:seq_len][None], table[tokens], "x - P[t] vs E[token]", scale=4)
+
+
+@st.composite
+def table_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor]:
+    """A table ``(n_max, d)`` (``n_max`` up to 64, ``d`` up to 64) from a seed and 1 to 64 positions in it."""
+    n_max, d = draw(st.integers(1, 64), label="n_max"), draw(st.integers(1, 64), label="d")
+    g = torch.Generator().manual_seed(draw(sf.seeds()))
+    table = 2 * torch.rand(n_max, d, generator=g, dtype=torch.float64) - 1  # (n_max, d) in [-1, 1]
+    positions = draw(st.lists(st.integers(0, n_max - 1), min_size=1, max_size=64))
+    return table, torch.tensor(positions, dtype=torch.int64)
+
+
+@claim_property("absolute.learned-table-length", needs=("learned_positions",))
+@given(case=table_cases(), past=st.integers(0, 64))
+@example(case=(torch.eye(4, dtype=torch.float64), pos(0, 3, 1)), past=0)
+def the_implementations_table_has_rows_up_to_its_length_only(ctx: Context, case, past) -> None:
+    """Positions ``< n_max`` give the table's rows ``P[pos]``; position ``n_max + past`` raises (no row,
+    no wrap-around, no clamping, no zeros)."""
+    table, positions = case
+    rows = ctx.learned_positions(positions, table)
+    ctx.assert_close(rows, table[positions], "learned position rows vs P[pos]")
+    beyond = torch.tensor([table.shape[0] + past], dtype=torch.int64)
+    refused = ctx.learned_positions_refused(beyond, table)
+    assert refused is not None, (
+        f"position {int(beyond)} of a table of {table.shape[0]} rows gave a row instead of raising")
+
+
+@st.composite
+def input_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Tokens ``(B, t)`` (``B`` 1..4, ``t`` 1..64), a token table ``(V, d)`` (``V`` 1..50, ``d`` 1..64)
+    and a position table ``(n_max, d)`` with ``t <= n_max <= t + 8``."""
+    vocab, d = draw(st.integers(1, 50), label="V"), draw(st.integers(1, 64), label="d")
+    b, t = draw(st.integers(1, 4), label="B"), draw(st.integers(1, 64), label="t")
+    n_max = t + draw(st.integers(0, 8), label="extra rows")
+    g = torch.Generator().manual_seed(draw(sf.seeds()))
+    tokens = torch.randint(0, vocab, (b, t), generator=g)
+    token_table = 2 * torch.rand(vocab, d, generator=g, dtype=torch.float64) - 1  # (V, d)
+    position_table = 2 * torch.rand(n_max, d, generator=g, dtype=torch.float64) - 1  # (n_max, d)
+    return tokens, token_table, position_table
+
+
+@claim_property("absolute.added-to-embeddings", needs=("input_embedding",))
+@given(case=input_cases(), scale=st.booleans())
+@example(case=(torch.tensor([[0, 1, 2], [2, 2, 0]]), torch.eye(3, dtype=torch.float64),
+               torch.arange(12, dtype=torch.float64).reshape(4, 3)), scale=False)
+def the_implementations_input_is_the_token_row_plus_the_position_row(ctx: Context, case, scale) -> None:
+    """``x[b, i] = E[tokens[b, i]] s + P[i]`` (``s = sqrt(d)`` when asked, else 1): the same position row
+    for every sequence of the batch, and ``x - P[i]`` gives the (scaled) token embedding back."""
+    tokens, token_table, position_table = case
+    scale = sf.within(ctx, "embedding_scale", scale, (False, True))
+    x = ctx.input_embedding(tokens, token_table, position_table, scale=scale)
+    s = math.sqrt(token_table.shape[1]) if scale else 1.0
+    t = tokens.shape[1]
+    expected = token_table[tokens] * s + position_table[:t][None]  # (B, t, d) + (1, t, d)
+    what = "E[token] * sqrt(d) + P[i]" if scale else "E[token] + P[i]"
+    ctx.assert_close(x, expected, f"input embedding vs {what}", scale=2)
+    ctx.assert_close(x - position_table[:t][None], token_table[tokens] * s, "x - P[i] vs the token embedding",
+                     scale=8)
 
 
 # -- deterministic encodings ---------------------------------------------------------------
@@ -146,6 +205,23 @@ def binary_encodings_are_the_bits_and_distinct_below_two_to_the_d(ctx: Context, 
         f"d_model={d_model}")
     rows = {tuple(r) for r in actual.tolist()}
     assert len(rows) == len(positions), f"{len(positions)} positions get only {len(rows)} distinct encodings"
+
+
+@claim_property("absolute.bits-distinct", needs=NEEDS)
+@given(d_model=st.integers(1, 40), data=st.data())
+@example(d_model=4, data=None)
+def a_power_of_two_sets_one_feature_and_the_first_feature_flips_every_step(ctx: Context, d_model, data) -> None:
+    """A second check of the bit order, without the bit formula: position ``2^i`` is the unit vector ``e_i``
+    (only feature ``i`` is 1), and feature 0 alternates ``0, 1, 0, 1`` over consecutive positions."""
+    i = d_model - 1 if data is None else data.draw(st.integers(0, d_model - 1), label="bit")
+    start = 0 if data is None else data.draw(st.integers(0, 2**d_model - 4 if d_model >= 2 else 0), label="start")
+    one_hot = ctx.positional_encoding("binary", pos(2**i), d_model)[0]
+    assert one_hot.tolist() == [1.0 if f == i else 0.0 for f in range(d_model)], (
+        f"position 2^{i} = {2**i} encodes as {one_hot.tolist()}, expected only feature {i} set")
+    run = torch.arange(start, min(start + 4, 2**d_model), dtype=torch.int64)
+    first = ctx.positional_encoding("binary", run, d_model)[:, 0]
+    assert first.tolist() == [float(p % 2) for p in run.tolist()], (
+        f"feature 0 over positions {run.tolist()} is {first.tolist()}, expected the parities")
 
 
 def linear_residual(before: torch.Tensor, after: torch.Tensor) -> float:
@@ -226,3 +302,73 @@ def adding_positions_makes_self_attention_see_the_order(ctx: Context, case) -> N
     got = (self_attention(x[perm] + pe, w) - self_attention(x + pe, w)[perm]).abs().max().item()
     assert got > gap / 2, (f"with the implementation's encodings added, SA(PX + PE) and P SA(X + PE) differ by "
                            f"only {got:.3g} (the formula's encodings: {gap:.3g})")
+
+
+# -- the documents' own comparison, and the models 001 names ------------------------------------------
+
+#: The slides' table (004, "Learning Position Embeddings"): row -> (development perplexity, test BLEU).
+POSITION_TABLE = {"sinusoidal": (4.92, 25.8), "learned": (4.92, 25.7)}
+
+
+@claim_property("absolute.learned-performs-better", needs=(), about="published-numbers", expect="counterexample",
+                dtypes=("float64",), max_examples=2)
+@given(measure=st.sampled_from(["PPL", "BLEU"]))
+def learned_embeddings_perform_better_as_written(ctx: Context, measure) -> None:
+    """As written (000): the learned table performs better: lower perplexity or higher BLEU than the sinusoid."""
+    (ppl_s, bleu_s), (ppl_l, bleu_l) = POSITION_TABLE["sinusoidal"], POSITION_TABLE["learned"]
+    if measure == "PPL":
+        assert ppl_l < ppl_s, f"development perplexity: learned {ppl_l} is not lower than sinusoidal {ppl_s}"
+    else:
+        assert bleu_l > bleu_s, f"test BLEU: learned {bleu_l} is not higher than sinusoidal {bleu_s}"
+
+
+@claim_property("absolute.learned-performs-better", needs=(), about="published-numbers", dtypes=("float64",),
+                max_examples=2)
+@given(measure=st.sampled_from(["PPL", "BLEU"]))
+def learned_and_sinusoidal_are_equal_within_a_tenth_of_a_bleu_point(ctx: Context, measure) -> None:
+    """Corrected: equal perplexity, and BLEU within 0.1 (the sinusoidal row the higher)."""
+    (ppl_s, bleu_s), (ppl_l, bleu_l) = POSITION_TABLE["sinusoidal"], POSITION_TABLE["learned"]
+    if measure == "PPL":
+        assert ppl_l == ppl_s, f"perplexities differ: {ppl_l} vs {ppl_s}"
+    else:
+        assert abs(bleu_l - bleu_s) <= 0.1 + 1e-12 and bleu_s >= bleu_l, f"BLEU {bleu_l} vs {bleu_s}"
+
+
+@claim_property("absolute.modern-models", needs=(), about="library", dtypes=("float64",), max_examples=1)
+@given(st.just(None))
+def gpt2_holds_a_learned_table_and_llama_rotary_embeddings(ctx: Context, _) -> None:
+    """``GPT2Model()`` holds ``wpe``, an ``nn.Embedding(n_positions, n_embd)``; ``LlamaModel()`` holds no
+    position parameter and a rotary module with ``inv_freq = rope_theta^(-2i/d)`` (both on the meta device)."""
+    transformers = pytest_free_import("transformers")
+    if transformers is None:
+        return
+    with torch.device("meta"):
+        gpt2 = transformers.GPT2Model(transformers.GPT2Config(bos_token_id=None, eos_token_id=None))
+        config = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                                          num_attention_heads=2, num_key_value_heads=2, vocab_size=32,
+                                          bos_token_id=None, eos_token_id=None)
+        llama = transformers.LlamaModel(config)
+    wpe = getattr(gpt2, "wpe", None)
+    assert isinstance(wpe, nn.Embedding), f"GPT2Model has no learned position table (wpe: {type(wpe).__name__})"
+    assert tuple(wpe.weight.shape) == (gpt2.config.n_positions, gpt2.config.n_embd), tuple(wpe.weight.shape)
+    positional = [n for n, _ in llama.named_parameters()
+                  if any(part in ("wpe", "wte_pos", "embed_positions", "position_embeddings") for part in n.split("."))]
+    assert not positional, f"LlamaModel holds position parameters {positional}"
+    rotary = getattr(llama, "rotary_emb", None)
+    assert rotary is not None and hasattr(rotary, "inv_freq"), "LlamaModel has no rotary embedding module"
+    d = config.hidden_size // config.num_attention_heads
+    theta = getattr(config, "rope_theta", None) or config.rope_parameters["rope_theta"]
+    with torch.device("cpu"):
+        fresh = type(rotary)(config=config)
+    expected = theta ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    assert torch.allclose(fresh.inv_freq.double(), expected, rtol=1e-6), f"inv_freq {fresh.inv_freq.tolist()}"
+
+
+def pytest_free_import(name: str):  # noqa: ANN201 - a module or None
+    """The module ``name`` if it is installed, else None (the property then checks nothing)."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None

@@ -18,16 +18,18 @@ weight the paper's slowest head gives to distances beyond a training length.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
-from torch import nn
 
 from specformer.context import Context, assert_close
 from specformer.properties.tolerances import Tolerance
 from specformer.property import claim_property
+from specformer.properties.blocks.size import closed_form, conforms, in_declared_layout, model_configs
+from specformer.protocol.blocks import ModelConfig
 
 from . import strategies as sf
 
@@ -94,8 +96,9 @@ def check_mask(bias: torch.Tensor, what: str) -> None:
 
 
 def heads_and_lengths(max_h: int = 8, max_t: int = 8, min_t: int = 1) -> st.SearchStrategy[tuple[int, int]]:
-    """``(h, t)`` for square biases."""
-    return st.tuples(st.integers(1, max_h), st.integers(min_t, max_t))
+    """``(h, t)`` for square biases: ``t`` up to ``max_t``, or (one example in three) up to 64."""
+    lengths = st.one_of(*[st.integers(min_t, max_t)] * 2, st.integers(max(min_t, max_t), 64))
+    return st.tuples(st.integers(1, max_h), lengths)
 
 
 @st.composite
@@ -190,7 +193,7 @@ def masked_softmax(scores: torch.Tensor, future: torch.Tensor) -> torch.Tensor:
     return torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
 
 
-@claim_property("alibi.causal-forms-agree", needs=(), dtypes=("float64",))
+@claim_property("alibi.causal-forms-agree", needs=(), about="library", dtypes=("float64",))
 @given(t=st.integers(2, 8), m=st.floats(1 / 256, 1.0), data=st.data())
 def under_a_causal_mask_forms_that_differ_by_a_row_constant_give_the_same_weights(ctx: Context, t, m, data) -> None:
     """With ``M_ij = [j <= i]`` every form of :data:`CAUSAL_FORMS` gives the weights of ``-m (i - j)``;
@@ -270,91 +273,99 @@ def the_slopes_are_learned_coefficients_not_fixed_by_the_number_of_heads_as_writ
 # -- no position embeddings: count the parameters -----------------------------------------------
 
 
-class LearnedPositions(nn.Module):
-    """A learned table of ``n_max`` positions (GPT-2's ``wpe``)."""
-
-    def __init__(self, n_max: int, d_model: int, h: int) -> None:
-        super().__init__()
-        self.table = nn.Embedding(n_max, d_model, dtype=torch.float64)
+COUNT = ("count_parameters",)
 
 
-class SinusoidalPositions(nn.Module):
-    """The sinusoidal table of the original transformer, a buffer computed from the formula."""
-
-    def __init__(self, n_max: int, d_model: int, h: int) -> None:
-        super().__init__()
-        pos = torch.arange(n_max, dtype=torch.float64)[:, None]
-        angle = pos / 10000.0 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (n_max, d/2)
-        table = torch.stack([angle.sin(), angle.cos()], dim=-1).reshape(n_max, d_model)  # (n_max, d/2, 2) -> (n_max, d)
-        self.register_buffer("table", table)
+def without_positions(config: ModelConfig) -> int:
+    """``closed_form`` of ``config`` with the position scheme's share taken out (``n_max d_model`` for a learned table)."""
+    return closed_form(config) - (config.max_len * config.d_model if config.positions == "learned" else 0)
 
 
-class AlibiPositions(nn.Module):
-    """ALiBi's slopes as the paper fixes them: a buffer, nothing to learn."""
-
-    def __init__(self, n_max: int, d_model: int, h: int) -> None:
-        super().__init__()
-        self.register_buffer("slopes", paper_slopes(h))
-
-
-class NoPositions(nn.Module):
-    """No position information at all."""
-
-    def __init__(self, n_max: int, d_model: int, h: int) -> None:
-        super().__init__()
-
-
-#: The position schemes compared, by name.
-POSITION_LAYERS: dict[str, type[nn.Module]] = {
-    "none": NoPositions, "learned": LearnedPositions, "sinusoidal": SinusoidalPositions, "alibi": AlibiPositions,
-}
+@claim_property("alibi.no-position-embeddings", needs=COUNT, dtypes=("float64",), max_examples=30)
+@given(config=model_configs(("encoder-decoder", "bloom"), positions="alibi"),
+       other=st.sampled_from(("none", "sinusoidal", "learned")))
+@example(config=ModelConfig(100, 16, 2, 64, 1, 0, positions="alibi", max_len=1024, final_norm=True), other="learned")
+def an_implementations_alibi_model_holds_no_position_parameters(ctx: Context, config, other) -> None:
+    """The implementation's ALiBi model holds exactly the parameters of its embeddings and layers: none for
+    positions. Where it also builds the same model with another scheme, sinusoidal (or none) adds 0 and a
+    learned table of ``n_max`` positions ``n_max d_model``."""
+    config = in_declared_layout(ctx, config, ("encoder-decoder", "bloom"))
+    alibi = ctx.count_parameters(config)
+    assert alibi == without_positions(config), (
+        f"{config}: {alibi} parameters, the embeddings and layers alone hold {without_positions(config)}")
+    if not conforms(config, "encoder-decoder"):  # BLOOM's layout has ALiBi only
+        return
+    counted = ctx.count_parameters(dataclasses.replace(config, positions=other))
+    extra = config.max_len * config.d_model if other == "learned" else 0
+    assert counted - alibi == extra, f"{other} - ALiBi = {counted - alibi} parameters, expected {extra}"
 
 
-def parameter_count(kind: str, vocab: int, d_model: int, h: int, n_max: int) -> int:
-    """Trainable parameters of a one-layer model: embeddings, the position scheme, attention, the output layer."""
-    model = nn.ModuleDict({
-        "tokens": nn.Embedding(vocab, d_model, dtype=torch.float64),
-        "positions": POSITION_LAYERS[kind](n_max, d_model, h),
-        "attention": nn.MultiheadAttention(d_model, h, dtype=torch.float64),
-        "out": nn.Linear(d_model, vocab, dtype=torch.float64),
-    })
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+@claim_property("alibi.no-position-embeddings", needs=COUNT, expect="counterexample", dtypes=("float64",),
+                max_examples=20)
+@given(config=model_configs(("encoder-decoder",), positions="alibi", final_norm=True))
+def an_implementations_alibi_model_is_smaller_than_its_sinusoidal_one_as_written(ctx: Context, config) -> None:
+    """As written (003, next to the comparison with sinusoidal): ALiBi needs no position embeddings, so the
+    implementation's model is smaller than the same model with sinusoidal encodings."""
+    ctx.require("model_layout", "encoder-decoder")
+    alibi = ctx.count_parameters(config)
+    sinusoidal = ctx.count_parameters(dataclasses.replace(config, positions="sinusoidal"))
+    assert alibi < sinusoidal, f"ALiBi {alibi} parameters, sinusoidal {sinusoidal}: not smaller"
+
+
+# -- attention with the bias inside the softmax -------------------------------------------------
+
+
+def geometric_slopes(h: int) -> torch.Tensor:
+    """``2^(-8k/h)``, ``k = 1..h`` for ``h`` a power of two (the paper's formula, computed directly);
+    :func:`paper_slopes` for other ``h``."""
+    if h & (h - 1):
+        return paper_slopes(h)
+    return torch.tensor([2.0 ** (-8.0 * k / h) for k in range(1, h + 1)], dtype=torch.float64)
 
 
 @st.composite
-def model_sizes(draw: st.DrawFn) -> tuple[int, int, int, int]:
-    """``(vocab, d_model, h, n_max)`` with ``h`` dividing ``d_model`` (even)."""
-    h = draw(st.integers(1, 8))
-    return draw(st.integers(2, 64)), h * draw(sf.even_widths(8)), h, draw(st.integers(1, 2048))
+def alibi_attention_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``q, k, v (B, h, t, d_k)``: ``B`` 1..3, ``h`` 1..8, ``t`` 1..64, ``d_k`` 1..64 (small sizes shrink
+    first), entries in ``[-2, 2]`` from a seed."""
+    b, h = draw(st.integers(1, 3), label="B"), draw(st.integers(1, 8), label="h")
+    t = draw(st.one_of(st.integers(1, 8), st.integers(9, 64)), label="t")
+    d_k = draw(st.one_of(st.integers(1, 8), st.integers(9, 64)), label="d_k")
+    g = torch.Generator().manual_seed(draw(sf.seeds()))
+    q, k, v = (4 * torch.rand(b, h, t, d_k, generator=g, dtype=torch.float64) - 2 for _ in range(3))
+    return q, k, v
 
 
-@claim_property("alibi.no-position-embeddings", needs=(), dtypes=("float64",), max_examples=20)
-@given(sizes=model_sizes())
-def alibi_adds_no_parameters_as_sinusoidal_encodings_do_not(ctx: Context, sizes) -> None:
-    """Parameter counts: ALiBi = sinusoidal = no positions; a learned table adds ``n_max d_model``."""
-    vocab, d_model, h, n_max = sizes
-    count = {kind: parameter_count(kind, vocab, d_model, h, n_max) for kind in POSITION_LAYERS}
-    assert count["alibi"] == count["none"] == count["sinusoidal"], f"parameter counts {count}"
-    assert count["learned"] - count["alibi"] == n_max * d_model, (
-        f"learned - ALiBi = {count['learned'] - count['alibi']}, expected n_max d_model = {n_max * d_model}")
+@claim_property("alibi.fixed-slopes", needs=("alibi_attention",))
+@given(case=alibi_attention_cases(), causal=st.booleans())
+@example(case=tuple(torch.zeros(1, 8, 4, 2, dtype=torch.float64) for _ in range(3)), causal=True)
+def attention_with_alibi_adds_the_fixed_slopes_bias_inside_the_softmax(ctx: Context, case, causal) -> None:
+    """``softmax(q k^T / sqrt(d_k) - m_k |i - j|) v`` per head ``k`` with the slopes ``2^(-8k/h)`` (the
+    paper's interleaving for other ``h``), masked above the diagonal when causal: checked on the
+    attention's output, independently of any bias the implementation reports."""
+    q, k, v = case
+    causal = sf.within(ctx, "alibi_causal", causal, (False, True))
+    out = ctx.alibi_attention(q, k, v, causal=causal)
+    h, t, d_k = q.shape[1], q.shape[2], q.shape[3]
+    signed, future = distances(t, t)
+    bias = -geometric_slopes(h)[:, None, None] * signed.abs()  # (h, 1, 1) * (t, t) -> (h, t, t)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k) + bias  # (B, h, t, t)
+    if causal:
+        scores = scores.masked_fill(future, float("-inf"))
+    expected = torch.softmax(scores, dim=-1) @ v  # (B, h, t, t) @ (B, h, t, d_k) -> (B, h, t, d_k)
 
+    def same_dtype(dtype: torch.dtype) -> torch.Tensor:
+        from specformer.reference.positions.alibi import alibi_attention
 
-@claim_property("alibi.no-position-embeddings", needs=(), expect="counterexample", dtypes=("float64",),
-                max_examples=20)
-@given(sizes=model_sizes())
-@example(sizes=(100, 16, 2, 1024))
-def an_alibi_model_is_smaller_than_a_sinusoidal_one_as_written(ctx: Context, sizes) -> None:
-    """As written (003, next to the comparison with sinusoidal): ALiBi needs no position embeddings, so the
-    model is smaller than the same model with sinusoidal encodings."""
-    vocab, d_model, h, n_max = sizes
-    alibi, sinusoidal = (parameter_count(kind, vocab, d_model, h, n_max) for kind in ("alibi", "sinusoidal"))
-    assert alibi < sinusoidal, f"ALiBi {alibi} parameters, sinusoidal {sinusoidal}: not smaller"
+        return alibi_attention(q.to(dtype), k.to(dtype), v.to(dtype), causal=causal)
+
+    ctx.assert_close(out, expected, f"ALiBi attention (h={h}, t={t}{', causal' if causal else ''})",
+                     scale=4, same_dtype=same_dtype)
 
 
 # -- extrapolation ------------------------------------------------------------------------------
 
 
-@claim_property("alibi.extrapolation", needs=ALIBI)
+@claim_property("alibi.any-length", needs=ALIBI)
 @given(case=heads_and_lengths(), longer=st.integers(1, 24), causal=st.booleans())
 @example(case=(8, 16), longer=240, causal=True)
 def the_bias_of_a_short_input_is_the_top_left_block_of_a_longer_ones(ctx: Context, case, longer, causal) -> None:
@@ -390,7 +401,7 @@ def extrapolations(draw: st.DrawFn) -> tuple[int, int, int]:
     return h, trained, draw(st.integers(math.ceil(1.5 * trained), 2 * trained))
 
 
-@claim_property("alibi.extrapolation", needs=(), dtypes=("float64",))
+@claim_property("alibi.any-length", needs=(), about="published-numbers", dtypes=("float64",))
 @given(case=extrapolations())
 @example(case=(8, 1024, 2048))
 def the_weight_beyond_the_training_length_is_a_geometric_tail(ctx: Context, case) -> None:
@@ -402,7 +413,7 @@ def the_weight_beyond_the_training_length_is_a_geometric_tail(ctx: Context, case
                      f"weight beyond L={trained} at t={t}, per head", scale=t)
 
 
-@claim_property("alibi.extrapolation", needs=(), expect="counterexample", dtypes=("float64",))
+@claim_property("alibi.any-length", needs=(), about="published-numbers", expect="counterexample", dtypes=("float64",))
 @given(case=extrapolations())
 @example(case=(8, 1024, 2048))
 def beyond_the_training_length_attention_stays_within_trained_distances_as_written(ctx: Context, case) -> None:

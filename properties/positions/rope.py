@@ -3,8 +3,9 @@
 Expected values come from the rotation matrices themselves, built here in float64 (one
 ``d x d`` block matrix ``R_{Theta,m}`` per position, multiplied on the left, as 003
 writes ``q_m = R_{Theta,m} q``), never from the reference module. Implementations are
-called through ``ctx.rotary(x, positions, pairing=...)``; an adapter that implements one
-pairing only refuses the other with ``NotApplicable``.
+called through ``ctx.rotary(x, positions, pairing=...)``, with a pairing the implementation
+declares (the ``pairing`` convention); the properties that compare both pairings are not
+applicable to an implementation that declares one.
 
 Tolerances: besides the dtype's ``rtol``/``atol``, a rotated entry may carry the error of
 its angle, ``ANGLE_ULPS * eps * (m + 1) * |x|``, where ``eps`` is the dtype's machine
@@ -18,6 +19,7 @@ Properties with ``needs=()`` compute RoPE themselves the way the libraries do in
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -64,21 +66,35 @@ def rotation_matrix(m: float, d: int, pairing: str, base: float = 10000.0) -> to
     return r
 
 
+def _pairs_and_angles(d: int, pairing: str, base: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The features ``a (d/2,)`` and ``b (d/2,)`` of each pair and its frequency ``theta_i = base^(-2i/d)``."""
+    idx = torch.tensor(pair_indices(d, pairing), dtype=torch.int64).reshape(-1, 2)  # (d/2, 2)
+    theta = torch.tensor([base ** (-2.0 * i / d) for i in range(d // 2)], dtype=torch.float64)  # (d/2,)
+    return idx[:, 0], idx[:, 1], theta
+
+
 def rotate_formula(x: torch.Tensor, positions: torch.Tensor, pairing: str, base: float = 10000.0) -> torch.Tensor:
-    """``R_{Theta,p_j} x_j`` for every row ``j`` of ``x (B, t, d)``."""
-    rs = torch.stack([rotation_matrix(float(p), x.shape[-1], pairing, base) for p in positions.tolist()])  # (t,d,d)
-    return torch.einsum("tij,btj->bti", rs, x)
+    """``R_{Theta,p_j} x_j`` for every row ``j`` of ``x (B, t, d)``, the entries of :func:`rotation_matrix` written
+    out pair by pair: ``(x_a, x_b) -> (c x_a - s x_b, s x_a + c x_b)`` with ``c, s = cos, sin(p_j theta_i)``."""
+    a, b, theta = _pairs_and_angles(x.shape[-1], pairing, base)
+    angle = positions.to(torch.float64)[:, None] * theta  # (t, d/2)
+    c, s = angle.cos(), angle.sin()
+    out = x.clone()
+    out[..., a] = c * x[..., a] - s * x[..., b]  # (B, t, d/2)
+    out[..., b] = s * x[..., a] + c * x[..., b]
+    return out
 
 
 def score_formula(q: torch.Tensor, k: torch.Tensor, pq: torch.Tensor, pk: torch.Tensor, pairing: str) -> torch.Tensor:
-    """``S_ij = q_i^T R_{pk_j - pq_i} k_j`` ``(B, t_q, t_k)``: the score through the offset alone."""
-    b, t_q, t_k, d = q.shape[0], q.shape[1], k.shape[1], q.shape[-1]
-    s = torch.empty(b, t_q, t_k, dtype=torch.float64)
-    for i in range(t_q):
-        for j in range(t_k):
-            r = rotation_matrix(float(pk[j] - pq[i]), d, pairing)
-            s[:, i, j] = torch.einsum("bd,de,be->b", q[:, i], r, k[:, j])
-    return s
+    """``S_ij = q_i^T R_{pk_j - pq_i} k_j`` ``(B, t_q, t_k)``: the score through the offset alone. Per pair,
+    ``q^T R_r k = cos(r theta) (q_a k_a + q_b k_b) + sin(r theta) (q_b k_a - q_a k_b)``."""
+    a, b, theta = _pairs_and_angles(q.shape[-1], pairing, 10000.0)
+    offset = (pk[None, :] - pq[:, None]).to(torch.float64)  # (t_q, t_k)
+    angle = offset[..., None] * theta  # (t_q, t_k, d/2)
+    qa, qb, ka, kb = q[..., a], q[..., b], k[..., a], k[..., b]  # (B, t, d/2)
+    same = torch.einsum("bip,bjp,ijp->bij", qa, ka, angle.cos()) + torch.einsum("bip,bjp,ijp->bij", qb, kb, angle.cos())
+    cross = torch.einsum("bip,bjp,ijp->bij", qb, ka, angle.sin()) - torch.einsum("bip,bjp,ijp->bij", qa, kb, angle.sin())
+    return same + cross
 
 
 def half_from_interleaved_permutation(d: int) -> torch.Tensor:
@@ -159,12 +175,22 @@ class RopeCase:
 @st.composite
 def rope_cases(draw: st.DrawFn, *, max_d: int = 16, max_position: int = MAX_POSITION, max_shift: int = MAX_POSITION,
                min_d: int = 2) -> RopeCase:
-    """A :class:`RopeCase` with up to 5 queries and keys, positions up to ``max_position``."""
-    b, d = draw(st.integers(1, 2)), draw(sf.even_widths(max_d).filter(lambda n: n >= min_d))
-    pq = draw(sf.positions(max_t=5, max_position=max_position))
-    pk = draw(sf.positions(max_t=5, max_position=max_position))
+    """A :class:`RopeCase` with up to 5 queries and keys, positions up to ``max_position``; one example in three
+    with batch 3 or 4, width up to 64 and up to 64 queries and keys."""
+    if draw(st.integers(1, 3), label="size class") == 3:  # the sizes models use: batch 3-4, d and t up to 64
+        b, d, min_t, max_t = draw(st.integers(3, 4)), 2 * draw(st.integers(max(min_d, 18) // 2, 32)), 6, 64
+    else:
+        b, d, min_t, max_t = draw(st.integers(1, 2)), draw(sf.even_widths(max_d).filter(lambda n: n >= min_d)), 1, 5
+    pq = draw(sf.positions(min_t=min_t, max_t=max_t, max_position=max_position))
+    pk = draw(sf.positions(min_t=min_t, max_t=max_t, max_position=max_position))
     q, k = draw(sf.tensors((b, pq.shape[0], d))), draw(sf.tensors((b, pk.shape[0], d)))
     return RopeCase(q, k, pq, pk, draw(st.sampled_from(PAIRINGS)), draw(st.integers(0, max_shift)))
+
+
+def with_declared_pairing(ctx: Context, case: RopeCase) -> RopeCase:
+    """``case`` with its pairing replaced by one the implementation declares, if it declares the drawn one not."""
+    pairing = sf.within(ctx, "pairing", case.pairing, PAIRINGS)
+    return case if pairing == case.pairing else dataclasses.replace(case, pairing=pairing)
 
 
 def _t(*rows: list[float]) -> torch.Tensor:
@@ -194,16 +220,43 @@ def _scores(ctx: Context, case: RopeCase, shift: int = 0) -> torch.Tensor:
 @example(case=ONE_PAIR, base=10000.0)  # (1, 0) at position 1 -> (cos 1, sin 1) = (0.5403, 0.8415)
 def rotary_applies_the_rotation_matrix_of_each_rows_position(ctx: Context, case, base) -> None:
     """``rotary(x, p)_j = R_{Theta,p_j} x_j`` with pair ``i`` rotated by ``p_j base^(-2i/d)``, for both pairings and any base."""
+    case = with_declared_pairing(ctx, case)
     actual = ctx.rotary(case.q, case.pq, pairing=case.pairing, base=base)
     expected = rotate_formula(case.q, case.pq, case.pairing, base)
     assert_within(actual, expected, rotation_bound(ctx, expected, case.q, case.pq),
                   f"rotated x vs R_(Theta,m) x ({case.pairing} pairs, base {base:g})")
 
 
+def unit_pairs(d: int, pairing: str) -> torch.Tensor:
+    """``(1, 1, d)``: every pair ``(x_a, x_b)`` of ``pairing`` set to ``(1, 0)``."""
+    x = torch.zeros(1, 1, d, dtype=torch.float64)
+    for a, _ in pair_indices(d, pairing):
+        x[0, 0, a] = 1.0
+    return x
+
+
+@claim_property("rope.rotation", needs=("rotary",))
+@given(d=sf.even_widths(64), pairing=st.sampled_from(PAIRINGS),
+       base=st.one_of(st.sampled_from([10000.0, 500000.0, 10.0]), st.floats(2.0, 1e6)))
+@example(d=8, pairing="interleaved", base=500000.0)
+def at_position_one_pair_i_turns_by_base_to_the_minus_2i_over_d(ctx: Context, d, pairing, base) -> None:
+    """A second check of the base, read off the rotation itself: the pairs of a vector of unit pairs
+    ``(1, 0)`` turned at position 1 have angles ``theta_i = atan2(x_b, x_a) = base^(-2i/d)`` (all in
+    ``(0, 1]``, so the angle is read without wrapping)."""
+    pairing = sf.within(ctx, "pairing", pairing, PAIRINGS)
+    out = ctx.rotary(unit_pairs(d, pairing), torch.tensor([1]), pairing=pairing, base=base)[0, 0]
+    pairs = pair_indices(d, pairing)
+    angles = torch.stack([torch.atan2(out[b], out[a]) for a, b in pairs])  # (d/2,)
+    expected = torch.tensor([base ** (-2.0 * i / d) for i in range(d // 2)], dtype=torch.float64)
+    bound = torch.full_like(expected, 2 * ANGLE_ULPS * angle_eps(ctx) + 4 * (ctx.tol.rtol + ctx.tol.atol))
+    assert_within(angles, expected, bound, f"angles of the {d // 2} pairs at position 1 with base {base:g}")
+
+
 @claim_property("rope.rotation", needs=("rotary",))
 @given(case=rope_cases(max_position=MAX_POSITION // 2))
 def rotating_by_m_then_by_n_is_rotating_by_m_plus_n(ctx: Context, case) -> None:
     """Angles proportional to the position: ``R_n R_m = R_{m+n}``, and position 0 leaves ``x`` unchanged."""
+    case = with_declared_pairing(ctx, case)
     m, n = case.pq, case.pq.flip(0)  # two position vectors of the same length
     twice = ctx.rotary(ctx.rotary(case.q, m, pairing=case.pairing), n, pairing=case.pairing)
     once = ctx.rotary(case.q, m + n, pairing=case.pairing)
@@ -219,6 +272,7 @@ def rotating_by_m_then_by_n_is_rotating_by_m_plus_n(ctx: Context, case) -> None:
 @given(case=rope_cases())
 def rotary_keeps_every_pairs_norm_and_dot_products_at_one_position(ctx: Context, case) -> None:
     """``|rot(x)_pair| = |x_pair|`` for every feature pair, and ``rot(q, m) . rot(k, m) = q . k`` (orthogonality)."""
+    case = with_declared_pairing(ctx, case)
     rq = ctx.rotary(case.q, case.pq, pairing=case.pairing)
     d = case.q.shape[-1]
     idx = torch.tensor(pair_indices(d, case.pairing))  # (d/2, 2)
@@ -240,6 +294,7 @@ def rotary_keeps_every_pairs_norm_and_dot_products_at_one_position(ctx: Context,
 @example(case=RopeCase(_t([1.0, 0.0, 0.0, 1.0]), _t([0.0, 1.0, 1.0, 0.0]), _p(5), _p(3), "half", 1000))
 def rotated_scores_depend_on_the_positions_only_through_their_offset(ctx: Context, case) -> None:
     """``rot(q, m) . rot(k, n) = q^T R_{n-m} k``, so shifting every position by ``s`` changes no score."""
+    case = with_declared_pairing(ctx, case)
     scores = _scores(ctx, case)
     shifted = _scores(ctx, case, case.shift)
     expected = score_formula(case.q, case.k, case.pq, case.pk, case.pairing)
@@ -269,6 +324,7 @@ def even_and_odd_parts(q: torch.Tensor, k: torch.Tensor, r: float, pairing: str)
 def swapping_the_positions_keeps_the_even_part_of_the_score_and_flips_the_odd_part(ctx: Context, case) -> None:
     """With ``r = n - m``: ``(s(m,n) + s(n,m))/2 = sum_i cos(r theta_i) q_i.k_i`` (a function of ``|r|``) and
     ``(s(m,n) - s(n,m))/2 = sum_i sin(r theta_i) (q_b k_a - q_a k_b)_i`` (odd in ``r``)."""
+    case = with_declared_pairing(ctx, case)
     q, k = case.q[:, :1], case.k[:, :1]  # one query and one key
     m, n = case.pq[:1], case.pk[:1]
     one = RopeCase(q, k, m, n, case.pairing)
@@ -285,6 +341,7 @@ def swapping_the_positions_keeps_the_even_part_of_the_score_and_flips_the_odd_pa
 @example(case=ONE_PAIR)  # s(1, 0) = sin 1 = 0.841, s(0, 1) = -0.841
 def rotated_scores_depend_only_on_the_distance_as_written(ctx: Context, case) -> None:
     """As written: the score depends on the distance ``|m - n|``, so swapping the two positions keeps it."""
+    case = with_declared_pairing(ctx, case)
     q, k, m, n = case.q[:, :1], case.k[:, :1], case.pq[:1], case.pk[:1]  # one query at m, one key at n
     forward = _scores(ctx, RopeCase(q, k, m, n, case.pairing))  # (B, 1, 1)
     swapped = _scores(ctx, RopeCase(q, k, n, m, case.pairing))  # (B, 1, 1): q at n, k at m
@@ -300,6 +357,7 @@ def rotated_scores_depend_only_on_the_distance_as_written(ctx: Context, case) ->
 @given(case=rope_cases())
 def half_pairing_is_interleaved_pairing_under_a_fixed_feature_permutation(ctx: Context, case) -> None:
     """``half(x) = interleaved(x[..., P])[..., P^-1]`` with ``P = (0, d/2, 1, d/2 + 1, ...)``: the same rotation, re-laid."""
+    ctx.require("pairing", "interleaved"), ctx.require("pairing", "half")  # both pairings are compared
     d = case.q.shape[-1]
     perm = half_from_interleaved_permutation(d)
     half = ctx.rotary(case.q, case.pq, pairing="half")
@@ -313,6 +371,7 @@ def half_pairing_is_interleaved_pairing_under_a_fixed_feature_permutation(ctx: C
 @example(case=RopeCase(_t([1.0, 0.0, 0.0, 0.0]), _t([1.0, 0.0, 0.0, 0.0]), _p(1), _p(1), "interleaved"))
 def both_pairings_give_the_same_rotation_as_written(ctx: Context, case) -> None:
     """As written (003): ``R_{Theta,m}`` is one rotation, so the interleaved and half layouts agree on every input."""
+    ctx.require("pairing", "interleaved"), ctx.require("pairing", "half")  # both pairings are compared
     half = ctx.rotary(case.q, case.pq, pairing="half")
     interleaved = ctx.rotary(case.q, case.pq, pairing="interleaved")
     assert_within(half, interleaved, 2 * rotation_bound(ctx, half, case.q, case.pq),
@@ -334,6 +393,7 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tenso
 def attention_over_rotated_queries_and_keys_ignores_a_common_shift_of_positions(ctx: Context, case, seed) -> None:
     """``softmax(rot(Q) rot(K)^T / sqrt(d)) V`` equals the attention with scores ``q_i^T R_{n_j - m_i} k_j / sqrt(d)``,
     and shifting every position by ``s`` leaves it unchanged: positions enter only through offsets in the scores."""
+    case = with_declared_pairing(ctx, case)
     generator = torch.Generator().manual_seed(seed)
     v = torch.rand(case.k.shape[0], case.k.shape[1], 3, generator=generator, dtype=torch.float64) * 6 - 3  # (B, t_k, 3)
     d = case.q.shape[-1]
@@ -351,15 +411,16 @@ def attention_over_rotated_queries_and_keys_ignores_a_common_shift_of_positions(
     assert_within(outputs[1], expected, bound, f"attention with every position shifted by {case.shift}")
 
 
-# -- rope.extrapolation -------------------------------------------------------------------
+# -- rope.float32-positions (the project's own claim) -------------------------------------------------------------------
 
 
-@claim_property("rope.extrapolation", needs=("rotary",))
+@claim_property("rope.float32-positions", needs=("rotary",))
 @given(case=rope_cases(max_position=64, max_shift=MAX_SHIFT))
 @example(case=RopeCase(_t([1.0, 0.0, 0.0, 1.0]), _t([0.0, 1.0, 1.0, 0.0]), _p(1), _p(0), "interleaved", 2**20))
 def the_relative_property_holds_at_large_offsets_to_the_dtypes_precision(ctx: Context, case) -> None:
     """At positions up to about a million, ``q_(m+s) . k_(n+s) = q^T R_{n-m} k`` within ``8 eps (m + n + 2) |q| |k|``
     (``eps`` of the dtype, at most float32's): the error may grow with the position, no faster than linearly."""
+    case = with_declared_pairing(ctx, case)
     shifted = _scores(ctx, case, case.shift)
     expected = score_formula(case.q, case.k, case.pq, case.pk, case.pairing)
     assert_within(shifted, expected, score_bound(ctx, case.q, case.k, case.pq + case.shift, case.pk + case.shift),
@@ -385,7 +446,7 @@ def float32_score_error(q: torch.Tensor, k: torch.Tensor, n: int, r: int) -> flo
     return abs(float(rq @ rk - expected))
 
 
-@claim_property("rope.extrapolation", needs=(), dtypes=("float64",))
+@claim_property("rope.float32-positions", needs=(), about="library", dtypes=("float64",))
 @given(case=float32_cases(min_exponent=0, max_exponent=18))
 @example(case=(torch.tensor([0.0, 0.0, 1.0, 0.0], dtype=torch.float64), torch.tensor([0.0, 0.0, 1.0, 0.0],
                dtype=torch.float64), 2**18, 1))
@@ -399,7 +460,7 @@ def float32_angles_keep_the_relative_property_to_within_eps_times_the_position(c
     assert error <= bound, f"float32 angles at n={n}, r={r}, d={q.shape[0]}: score error {error:.3g} > {bound:.3g}"
 
 
-@claim_property("rope.extrapolation", needs=(), expect="counterexample", dtypes=("float64",))
+@claim_property("rope.float32-positions", needs=(), about="library", expect="counterexample", dtypes=("float64",))
 @given(case=float32_cases(min_exponent=20, max_exponent=27))
 @example(case=(torch.tensor([1.0, 0.0], dtype=torch.float64), torch.tensor([1.0, 0.0], dtype=torch.float64),
                2**24, 1))  # float32(2^24 + 1) = 2^24: both positions get the same rotation, score 1 for cos 1

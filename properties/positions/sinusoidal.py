@@ -102,7 +102,7 @@ def slide_formula(positions: torch.Tensor, d_model: int, k: float = BASE) -> tor
     return torch.where(i.remainder(2) == 0, angles.sin(), angles.cos())
 
 
-@claim_property("sinusoidal.slide-indexing", needs=(), expect="counterexample", dtypes=("float64",))
+@claim_property("sinusoidal.slide-indexing", needs=(), about="documents-code", expect="counterexample", dtypes=("float64",))
 @given(positions=sf.positions(max_position=2048), d_model=sf.even_widths(64).filter(lambda d: d >= 4))
 @example(positions=pos(1), d_model=4)
 def the_slides_feature_index_formula_is_the_encoding_as_written(ctx: Context, positions, d_model) -> None:
@@ -262,21 +262,17 @@ def documents_code(max_len: int, d_model: int) -> torch.Tensor:
     return pe
 
 
-@claim_property("sinusoidal.distinct", needs=(), expect="counterexample", dtypes=("float32",))
+@claim_property("sinusoidal.distinct", needs=(), about="documents-code", dtypes=("float32",))
 @given(start=st.integers(2**24, 2**30), d_model=sf.even_widths(64))
 @example(start=2**24, d_model=8)
-def the_documents_float32_code_gives_every_position_its_own_encoding_as_written(ctx: Context, start,
-                                                                               d_model) -> None:
-    """As written (000, 001, 004): every position gets its own encoding, with no limit; the
-    documents' float32 code holds the position in float32, so from ``2**24`` on four
-    consecutive positions always include two that round to the same float."""
+def the_documents_float32_code_merges_positions_from_two_to_the_24_the_edge_case(ctx: Context, start, d_model) -> None:
+    """The edge case, stated: the documents' code holds the position in float32, so from ``2**24`` on
+    four consecutive positions always include two that round to the same float and get identical rows."""
     positions = torch.arange(start, start + 4)
     rows = documents_code_rows(positions, d_model)
-    for i in range(4):
-        for j in range(i + 1, 4):
-            assert not torch.equal(rows[i], rows[j]), (
-                f"positions {start + i} and {start + j} get identical encodings from the documents' code "
-                f"(d_model={d_model}, float32)")
+    same = [(i, j) for i in range(4) for j in range(i + 1, 4) if torch.equal(rows[i], rows[j])]
+    assert same, (f"positions {start} .. {start + 3} all get distinct rows from the documents' code "
+                  f"(d_model={d_model}, float32)")
 
 
 # -- relative positions: a fixed linear map per offset -------------------------------------
@@ -441,7 +437,7 @@ def encodings_past_any_training_length_follow_the_formula(ctx: Context, position
                   f"encodings of positions up to {int(positions.max())}, d_model={d_model}")
 
 
-@claim_property("sinusoidal.any-position", needs=(), dtypes=("float32",))
+@claim_property("sinusoidal.any-position", needs=(), about="documents-code", dtypes=("float32",))
 @given(lengths=st.tuples(st.integers(1, 1024), st.integers(1, 1024)), d_model=sf.even_widths(64))
 @example(lengths=(512, 1024), d_model=512)
 def the_documents_table_for_a_longer_length_extends_the_shorter_one(ctx: Context, lengths, d_model) -> None:
@@ -452,7 +448,7 @@ def the_documents_table_for_a_longer_length_extends_the_shorter_one(ctx: Context
                      f"the first {short} rows of the table for max_len={long} vs the table for max_len={short}")
 
 
-@claim_property("sinusoidal.documents-code", needs=(), dtypes=("float32",))
+@claim_property("sinusoidal.documents-code", needs=(), about="documents-code", dtypes=("float32",))
 @given(max_len=st.integers(1, 2048), d_model=sf.even_widths(64))
 @example(max_len=2048, d_model=512)
 def the_documents_code_computes_the_formula_for_even_d_model(ctx: Context, max_len, d_model) -> None:
@@ -465,7 +461,7 @@ def the_documents_code_computes_the_formula_for_even_d_model(ctx: Context, max_l
                   f"the documents' table, max_len={max_len}, d_model={d_model}")
 
 
-@claim_property("sinusoidal.documents-code", needs=(), dtypes=("float64",))
+@claim_property("sinusoidal.documents-code", needs=(), about="documents-code", dtypes=("float64",))
 @given(max_len=st.integers(1, 64), d_model=st.integers(0, 32).map(lambda n: 2 * n + 1))
 @example(max_len=4, d_model=5)
 @example(max_len=4, d_model=1)

@@ -1,4 +1,7 @@
-"""A decoder-only (GPT-style) language model, its output layer, and a parameter counter.
+"""A stack of encoder layers; a decoder-only (GPT-style) language model, its output layer, and a parameter counter.
+
+:func:`encoder_stack` runs ``N`` encoder layers in order and, for a pre-norm stack, the
+final LayerNorm (a post-norm stack ends normalised already).
 
 ``tokens (B, t)`` are embedded (``E[token] * sqrt(d_model)`` plus sinusoidal positions, as
 in the original transformer), run through ``N`` causal encoder layers (:mod:`.encoder_layer`
@@ -23,7 +26,7 @@ from specformer.reference.positions.sinusoidal import sinusoidal_encoding
 from .encoder_layer import encoder_layer
 from .layernorm import layer_norm
 
-__all__ = ["DecoderOnlyWeights", "decoder_only", "output_distribution", "parameter_count"]
+__all__ = ["DecoderOnlyWeights", "decoder_only", "encoder_stack", "output_distribution", "parameter_count"]
 
 
 @dataclass
@@ -73,3 +76,16 @@ def parameter_count(weights: DecoderOnlyWeights, *, norm_first: bool = True) -> 
     if weights.w_out is not None:
         tensors.append(weights.w_out)
     return sum(t.numel() for t in tensors)
+
+
+def encoder_stack(x: torch.Tensor, layers: list[dict[str, torch.Tensor]], *, heads: int, norm_first: bool,
+                  final_norm: tuple[torch.Tensor, torch.Tensor] | None = None, activation: str = "relu",
+                  eps: float = 1e-5, causal: bool = False) -> torch.Tensor:
+    """``x (B, t, d_model)`` through ``layers`` in order, then ``LayerNorm`` with ``final_norm = (gamma, beta)`` if given."""
+    h = x
+    for layer in layers:
+        h = encoder_layer(h, layer, heads=heads, norm_first=norm_first, activation=activation, eps=eps, causal=causal)
+    if final_norm is not None:
+        gamma, beta = final_norm
+        h = layer_norm(h, gamma, beta, eps)
+    return h

@@ -16,9 +16,9 @@ scores, before the softmax::
 * rows and columns are counted from the first query and the first key (top-left
   alignment, the protocol's convention), also when ``t_q != t_k``.
 
-Everything is computed in float64 and cast to ``dtype`` at the end. This module does not
-apply the bias to attention scores (add it to the scaled scores yourself), does not handle
-key-value caches (where queries sit at the end of the keys: pass the offsets yourself),
+Everything is computed in float64 and cast to ``dtype`` at the end. :func:`alibi_attention`
+adds the bias to the scaled scores inside the softmax (one head per slope, no
+projections). This module does not handle key-value caches (where queries sit at the end of the keys: pass the offsets yourself),
 and does not implement learned or data-dependent slopes.
 """
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["alibi_bias", "alibi_slopes"]
+__all__ = ["alibi_attention", "alibi_bias", "alibi_slopes"]
 
 
 def _check_count(value: int, name: str) -> None:
@@ -74,3 +74,18 @@ def alibi_bias(h: int, t_q: int, t_k: int, *, causal: bool = False, dtype: torch
     if causal:
         bias = bias.masked_fill(j > i, float("-inf"))  # (t_q, t_k) broadcast over heads
     return bias.to(dtype)
+
+
+def alibi_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = False) -> torch.Tensor:
+    """``softmax(q k^T / sqrt(d_k) + B) v`` with B = :func:`alibi_bias` of head ``k`` for each head.
+
+    ``q (B, h, t_q, d_k)``, ``k (B, h, t_k, d_k)``, ``v (B, h, t_k, d_v)``; returns
+    ``(B, h, t_q, d_v)`` in the dtype of ``q``. The softmax runs in the dtype of the inputs;
+    a causal row always keeps its first key, so no row is empty.
+    """
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        raise ValueError(f"q, k, v must be (B, h, t, d), got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    h, t_q, t_k, d_k = q.shape[1], q.shape[2], k.shape[2], q.shape[3]
+    bias = alibi_bias(h, t_q, t_k, causal=causal, dtype=q.dtype, device=q.device)  # (h, t_q, t_k)
+    scores = q @ k.transpose(-2, -1) / d_k**0.5 + bias  # (B, h, t_q, t_k) + (h, t_q, t_k)
+    return torch.softmax(scores, dim=-1) @ v  # (B, h, t_q, t_k) @ (B, h, t_k, d_v) -> (B, h, t_q, d_v)

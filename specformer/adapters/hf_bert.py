@@ -37,6 +37,16 @@ cached per configuration, dtype and device, with every weight and bias set on ea
   unmasked (no ``encoder_attention_mask``), then the feed-forward network with
   ``output.LayerNorm`` = ``gamma_3, beta_3``: the protocol's post-norm decoder layer.
 
+Model size:
+
+* ``count_parameters``: ``BertModel(add_pooling_layer=False)`` built on the ``meta``
+  device from ``vocab_size``, ``hidden_size``, ``num_hidden_layers``,
+  ``num_attention_heads``, ``intermediate_size = d_ff``, ``max_position_embeddings =
+  max_len`` and ``type_vocab_size = token_types``; its parameters counted. BERT's layout
+  is fixed: learned positions, a LayerNorm after the input sum, post-norm layers with no
+  final LayerNorm, no output layer (the masked-language-model head is a separate module);
+  other configurations are not applicable.
+
 Weights arrive as ``x W + b`` with ``W (d_in, d_out)``; ``nn.Linear`` stores ``W^T``, so
 every matrix is copied transposed. Activations: the protocol's ``relu``, ``gelu`` (exact,
 erf) and ``gelu_tanh`` are ``hidden_act`` ``"relu"``, ``"gelu"`` (``GELUActivation``:
@@ -71,7 +81,7 @@ from specformer.adapters.hf_common import (
     transformers_module,
 )
 from specformer.protocol import NotApplicable
-from specformer.protocol.blocks import DECODER_KEYS, ENCODER_KEYS
+from specformer.protocol.blocks import DECODER_KEYS, ENCODER_KEYS, ModelConfig
 from specformer.reference.attention.attention import AttentionOutput
 from specformer.reference.attention.multihead import MultiHeadParams
 from specformer.reference.blocks.encoder_layer import check_weights
@@ -254,6 +264,22 @@ class HuggingFaceBert:
             _set_ffn(layer.intermediate, layer.output, w)
             _set_norm(layer.output.LayerNorm, w["gamma_3"], w["beta_3"])
             return layer(x, attention_mask=bias, encoder_hidden_states=memory)  # (B, t, d_model)
+
+    def count_parameters(self, config: ModelConfig) -> int:
+        """Parameters of ``BertModel`` without its pooler, built from ``config`` on the meta device."""
+        c = config
+        fixed = {"decoder_layers": 0, "positions": "learned", "final_norm": False, "embedding_norm": True,
+                 "output_layer": False}
+        wrong = {name: getattr(c, name) for name, value in fixed.items() if getattr(c, name) != value}
+        if c.encoder_layers < 1 or c.token_types < 1 or wrong:
+            raise NotApplicable(f"{NAME}: BERT's layout is fixed ({fixed}, token_types >= 1), got {wrong}")
+        bert = _bert()
+        built = bert.BertConfig(vocab_size=c.vocab_size, hidden_size=c.d_model, num_hidden_layers=c.encoder_layers,
+                                num_attention_heads=c.heads, intermediate_size=c.d_ff,
+                                max_position_embeddings=c.max_len, type_vocab_size=c.token_types)
+        with torch.device("meta"):
+            model = bert.BertModel(built, add_pooling_layer=False)
+        return sum(p.numel() for p in model.parameters())
 
 
 implementation = HuggingFaceBert()

@@ -48,6 +48,23 @@ Activations: the protocol's ``relu``, ``gelu`` (exact, erf) and ``gelu_tanh`` ar
 ``"gelu_new"`` (GPT-2's default, the tanh formula); checked against the formulas
 numerically.
 
+Positions family:
+
+* ``input_embedding``: ``GPT2Model`` with one layer (``n_layer = 1``, ``n_positions =
+  n_max``, ``wte`` = the token table, ``wpe`` = the position table), called with
+  ``output_hidden_states=True``; its first hidden state is GPT-2's input sum
+  ``wte(tokens) + wpe(0 .. t - 1)`` (dropout off). GPT-2 does not scale the token
+  embedding: ``scale=True`` is not applicable.
+
+Model size:
+
+* ``count_parameters``: ``GPT2LMHeadModel`` (tied or untied output layer,
+  ``tie_word_embeddings``) or ``GPT2Model`` (no output layer) built on the ``meta``
+  device from ``vocab_size``, ``n_positions = max_len``, ``n_embd``, ``n_layer``,
+  ``n_head``, ``n_inner = d_ff``; its parameters counted, the tied matrix once. GPT-2's
+  layout is fixed: learned positions, no LayerNorm after the embeddings, a final
+  LayerNorm, a decoder-only stack; other configurations are not applicable.
+
 Not applicable: ``d_k != d_model / h`` or ``d_v != d_k``, keys different from values,
 an activation outside the three above, and ``norm_first=False`` for the layers
 (``GPT2Block`` normalises each sublayer's input; ``GPT2Config`` has no post-norm
@@ -72,7 +89,7 @@ from specformer.adapters.hf_common import (
     transformers_module,
 )
 from specformer.protocol import NotApplicable
-from specformer.protocol.blocks import DECODER_KEYS, ENCODER_KEYS
+from specformer.protocol.blocks import DECODER_KEYS, ENCODER_KEYS, ModelConfig
 from specformer.reference.attention.attention import AttentionOutput
 from specformer.reference.attention.multihead import MultiHeadParams
 from specformer.reference.blocks.encoder_layer import check_weights
@@ -262,6 +279,36 @@ class HuggingFaceGPT2:
         with torch.no_grad():
             _set_block(block, weights, cross=True)
             return block(x, attention_mask=bias, encoder_hidden_states=memory)  # (B, t, d_model)
+
+    def input_embedding(self, tokens: torch.Tensor, token_table: torch.Tensor, position_table: torch.Tensor, *,
+                        scale: bool = False) -> torch.Tensor:
+        """The first hidden state of a ``GPT2Model`` without layers holding both tables."""
+        if scale:
+            raise NotApplicable(f"{NAME}: GPT-2 adds the token embedding unscaled (no sqrt(d_model))")
+        vocabulary, d_model = token_table.shape
+        config = _gpt2().GPT2Config(vocab_size=vocabulary, n_positions=position_table.shape[0], n_embd=d_model,
+                                    n_layer=1, n_head=1, embd_pdrop=0.0, bos_token_id=None, eos_token_id=None)
+        model = fresh(_gpt2().GPT2Model(config), token_table.dtype, token_table.device)
+        with torch.no_grad():
+            model.wte.weight.copy_(token_table)
+            model.wpe.weight.copy_(position_table)
+            return model(input_ids=tokens, output_hidden_states=True).hidden_states[0]  # (B, t, d_model)
+
+    def count_parameters(self, config: ModelConfig) -> int:
+        """Parameters of ``GPT2LMHeadModel`` or ``GPT2Model`` built from ``config`` on the meta device."""
+        c = config
+        fixed = {"decoder_layers": 0, "positions": "learned", "final_norm": True, "embedding_norm": False,
+                 "token_types": 0}
+        wrong = {name: getattr(c, name) for name, value in fixed.items() if getattr(c, name) != value}
+        if c.encoder_layers < 1 or wrong:
+            raise NotApplicable(f"{NAME}: GPT-2's layout is fixed ({fixed}), got {wrong}")
+        gpt2 = _gpt2()
+        built = gpt2.GPT2Config(vocab_size=c.vocab_size, n_positions=c.max_len, n_embd=c.d_model,
+                                n_layer=c.encoder_layers, n_head=c.heads, n_inner=c.d_ff,
+                                tie_word_embeddings=c.tied_output, bos_token_id=None, eos_token_id=None)
+        with torch.device("meta"):
+            model = (gpt2.GPT2LMHeadModel if c.output_layer else gpt2.GPT2Model)(built)
+        return sum(p.numel() for p in model.parameters())  # parameters() yields a tied matrix once
 
 
 implementation = HuggingFaceGPT2()

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from specformer.protocol.blocks import ModelConfig
 from specformer.protocol.capabilities import Capabilities
 from specformer.reference.attention.attention import AttentionOutput, scaled_dot_product_attention
 from specformer.reference.attention.multihead import MultiHeadParams, multi_head_attention
@@ -72,6 +73,26 @@ class ReferenceImplementation:
 
         return alibi_bias(h, t_q, t_k, causal=causal, dtype=dtype, device=device)
 
+    def alibi_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
+                        causal: bool = False) -> torch.Tensor:
+        """:func:`specformer.reference.positions.alibi.alibi_attention`."""
+        from specformer.reference.positions.alibi import alibi_attention
+
+        return alibi_attention(q, k, v, causal=causal)
+
+    def learned_positions(self, positions: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        """:func:`specformer.reference.positions.learned.learned_positions`."""
+        from specformer.reference.positions.learned import learned_positions
+
+        return learned_positions(positions, table)
+
+    def input_embedding(self, tokens: torch.Tensor, token_table: torch.Tensor, position_table: torch.Tensor, *,
+                        scale: bool = False) -> torch.Tensor:
+        """:func:`specformer.reference.positions.learned.input_embedding`."""
+        from specformer.reference.positions.learned import input_embedding
+
+        return input_embedding(tokens, token_table, position_table, scale=scale)
+
     # -- the blocks family -------------------------------------------------------------
     def layer_norm(self, x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, *, eps: float = 1e-5) -> torch.Tensor:
         """:func:`specformer.reference.blocks.layernorm.layer_norm`."""
@@ -101,6 +122,20 @@ class ReferenceImplementation:
 
         return decoder_layer(x, memory, weights, heads=heads, norm_first=norm_first, activation=activation, eps=eps)
 
+    def encoder_stack(self, x: torch.Tensor, layers: list[dict[str, torch.Tensor]], *, heads: int,
+                      norm_first: bool, final_norm: tuple[torch.Tensor, torch.Tensor] | None = None,
+                      activation: str = "relu", eps: float = 1e-5, causal: bool = False) -> torch.Tensor:
+        """:func:`specformer.reference.blocks.stack.encoder_stack`."""
+        from specformer.reference.blocks.stack import encoder_stack
+
+        return encoder_stack(x, layers, heads=heads, norm_first=norm_first, final_norm=final_norm,
+                             activation=activation, eps=eps, causal=causal)
+
+    def count_parameters(self, config: ModelConfig) -> int:
+        """:func:`specformer.reference.blocks.size.count_parameters`."""
+        from specformer.reference.blocks.size import count_parameters
+
+        return count_parameters(config)
 
     # -- the tokenization family -------------------------------------------------------
     def bpe_train(self, words: dict[str, int], num_merges: int, *, end_of_word: str = "</w>") -> list[tuple[str, str]]:

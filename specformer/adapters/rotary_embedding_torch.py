@@ -4,9 +4,10 @@
   interpolation); the module's ``forward(positions)`` gives the angles of the given
   positions and ``apply_rotary_emb`` rotates ``x``. The library pairs features
   ``(2i, 2i + 1)`` (its ``rotate_half`` splits the last axis as ``(d r)`` with ``r = 2``):
-  the ``interleaved`` pairing. ``pairing="half"`` is not applicable, nor is ``d = 2``: the
-  constructor computes ``theta_rescale_factor ** (dim / (dim - 2))`` and raises
-  ``ZeroDivisionError`` for ``dim = 2``.
+  the ``interleaved`` pairing, the only one the adapter declares (``pairing``). For
+  ``d = 2`` the constructor computes ``theta_rescale_factor ** (dim / (dim - 2))`` and
+  raises ``ZeroDivisionError``; pair 0 turns by ``base^0 = 1`` per position at every width,
+  so the adapter rotates ``(x_0, x_1, 0, 0)`` with ``dim = 4`` and keeps the first pair.
 
 What the library does and the adapter leaves as it is: the frequencies are a float32
 parameter, and ``forward`` casts the positions to it, so the angles ``m theta_i`` are
@@ -25,7 +26,7 @@ from typing import Any
 import torch
 
 from specformer.adapters.hf_common import import_library
-from specformer.protocol import NotApplicable
+from specformer.protocol import Capabilities, NotApplicable
 
 NAME = "rotary-embedding-torch"
 #: The release the adapter is written against (the ``thirdparty`` extra pins it).
@@ -47,6 +48,8 @@ class RotaryEmbeddingTorch:
     """lucidrains' ``RotaryEmbedding``: interleaved pairs, float32 angles."""
 
     name = NAME
+    #: RotaryEmbedding pairs features (2i, 2i + 1) only.
+    capabilities = Capabilities(conventions={"pairing": frozenset({"interleaved"})})
 
     def rotary(self, x: torch.Tensor, positions: torch.Tensor, *, pairing: str = "interleaved",
                base: float = 10000.0) -> torch.Tensor:
@@ -56,8 +59,10 @@ class RotaryEmbeddingTorch:
         if x.dim() != 3 or x.shape[-1] % 2:
             raise ValueError(f"{NAME}: x must be (B, t, d) with d even, got {tuple(x.shape)}")
         if x.shape[-1] == 2:
-            raise NotApplicable(f"{NAME}: RotaryEmbedding(dim=2) divides by zero in its constructor "
-                                "(theta_rescale_factor ** (dim / (dim - 2))); widths d >= 4 only")
+            # RotaryEmbedding(dim=2) divides by zero in its constructor (theta_rescale_factor ** (dim / (dim - 2))).
+            # Pair 0 turns by base^0 = 1 per position at every width: rotate (x, 0, 0) at width 4, keep the pair.
+            padded = torch.cat([x, torch.zeros_like(x)], dim=-1)  # (B, t, 2) -> (B, t, 4)
+            return self.rotary(padded, positions, pairing=pairing, base=base)[..., :2]  # (B, t, 4) -> (B, t, 2)
         module = _module(x.shape[-1], float(base), x.device)
         with torch.no_grad():
             freqs = module(positions.to(x.device))  # (t, d): angle of pair i repeated at 2i and 2i+1, float32

@@ -41,7 +41,9 @@ The positions family:
   ``pairing="half"`` is not applicable. The module computes its inverse frequencies in
   float32; for float64 inputs the adapter moves the module to float64, as
   ``model.double()`` would (the frequencies keep their float32 rounding), for other
-  dtypes it stays in float32, the library's default.
+  dtypes it stays in float32, the library's default. ``RotaryEmbedding(dim=2)`` raises
+  ``ZeroDivisionError``; pair 0 turns by ``base^0 = 1`` per position at every width, so
+  for ``d = 2`` the adapter rotates ``(x_0, x_1, 0, 0)`` at width 4 and keeps the pair.
 
 Nothing is downloaded.
 """
@@ -145,8 +147,10 @@ class XTransformersAttention:
         if x.dim() != 3 or x.shape[-1] % 2 or positions.shape != (x.shape[1],):
             raise ValueError(f"{NAME}: rotary needs x (B, t, d) with d even and positions (t,); got x "
                              f"{tuple(x.shape)}, positions {tuple(positions.shape)}")
-        if x.shape[-1] == 2:  # the constructor computes base_rescale_factor ** (dim / (dim - 2))
-            raise NotApplicable(f"{NAME}: RotaryEmbedding(dim=2) raises ZeroDivisionError (it divides by dim - 2)")
+        if x.shape[-1] == 2:  # the constructor computes base_rescale_factor ** (dim / (dim - 2)): ZeroDivisionError
+            # pair 0 turns by base^0 = 1 per position at every width: rotate (x, 0, 0) at width 4, keep the pair
+            padded = torch.cat([x, torch.zeros_like(x)], dim=-1)  # (B, t, 2) -> (B, t, 4)
+            return self.rotary(padded, positions, pairing=pairing, base=base)[..., :2]  # (B, t, 4) -> (B, t, 2)
         library = _library("x_transformers")
         module = library.RotaryEmbedding(x.shape[-1], base=base).to(x.device)
         if x.dtype == torch.float64:

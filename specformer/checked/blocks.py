@@ -1,4 +1,5 @@
-"""Checked calls of the blocks family: ``layer_norm``, ``feed_forward``, ``encoder_layer``, ``decoder_layer``.
+"""Checked calls of the blocks family: ``layer_norm``, ``feed_forward``, ``encoder_layer``, ``decoder_layer``,
+``encoder_stack``, ``count_parameters``.
 
 Mixed into :class:`specformer.context.Context`: casts the float64 inputs to the dtype under
 test, calls the operation in the implementation's worker, checks the result's shape,
@@ -7,12 +8,12 @@ dtype and device, and returns a float64 CPU tensor.
 
 from __future__ import annotations
 
-
 import torch
 
 from specformer.checked import register
 from specformer.checked.base import ContextBase as _Base
 from specformer.checked.base import ImplementationError
+from specformer.protocol.blocks import ModelConfig
 
 
 @register
@@ -49,3 +50,23 @@ class BlockCalls(_Base):
                            heads=heads, norm_first=norm_first, activation=activation, eps=eps)
         kind = "pre-norm" if norm_first else "post-norm"
         return self._returned("decoder_layer", result, tuple(x.shape), f"{kind} decoder layer output")
+
+    def encoder_stack(self, x: torch.Tensor, layers: list[dict[str, torch.Tensor]], *, heads: int,
+                      norm_first: bool, final_norm: tuple[torch.Tensor, torch.Tensor] | None = None,
+                      activation: str = "relu", eps: float = 1e-5, causal: bool = False) -> torch.Tensor:
+        """The implementation's stack of encoder layers on ``x (B, t, d_model)``, as float64."""
+        cast = [{key: self.cast(value) for key, value in layer.items()} for layer in layers]
+        norm = None if final_norm is None else (self.cast(final_norm[0]), self.cast(final_norm[1]))
+        result = self.call("encoder_stack", self.cast(x), cast, names=("x", "layers"), heads=heads,
+                           norm_first=norm_first, final_norm=norm, activation=activation, eps=eps, causal=causal)
+        kind = "pre-norm" if norm_first else "post-norm"
+        return self._returned("encoder_stack", result, tuple(x.shape), f"{kind} stack output")
+
+    def count_parameters(self, config: ModelConfig) -> int:
+        """The implementation's parameter count of the model ``config`` describes (a non-negative int)."""
+        from specformer.wire import describe
+
+        result = self.call("count_parameters", config, names=("config",))
+        if type(result) is not int or result < 0:
+            raise ImplementationError(f"count_parameters returned {describe(result)}, expected a non-negative int")
+        return result

@@ -1,4 +1,5 @@
-"""Checked calls of the positions family: ``positional_encoding``, ``rotary``, ``alibi_bias``.
+"""Checked calls of the positions family: ``positional_encoding``, ``rotary``, ``alibi_bias``,
+``alibi_attention``, ``learned_positions``, ``input_embedding``.
 
 Mixed into :class:`specformer.context.Context`. Each method casts float inputs to the dtype
 under test (positions stay ``int64``), calls the operation in the implementation's worker,
@@ -39,3 +40,39 @@ class PositionCalls(_Base):
         result = self.call("alibi_bias", h, t_q, t_k, names=("h", "t_q", "t_k"), causal=causal, dtype=self.dtype,
                            device=str(self.device))
         return self._returned("alibi_bias", result, (h, t_q, t_k), "ALiBi biases")
+
+    def alibi_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
+                        causal: bool = False) -> torch.Tensor:
+        """The implementation's attention with ALiBi biases ``(B, h, t_q, d_v)``, as float64."""
+        result = self.call("alibi_attention", self.cast(q), self.cast(k), self.cast(v), names=("q", "k", "v"),
+                           causal=causal)
+        return self._returned("alibi_attention", result, (*q.shape[:-1], v.shape[-1]), "ALiBi attention output")
+
+    def learned_positions(self, positions: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        """The implementation's rows ``(t, d)`` of a learned position table, as float64."""
+        result = self.call("learned_positions", positions.to(torch.int64), self.cast(table),
+                           names=("positions", "table"))
+        return self._returned("learned_positions", result, (positions.shape[0], table.shape[1]), "position rows")
+
+    def learned_positions_refused(self, positions: torch.Tensor, table: torch.Tensor) -> str | None:
+        """The exception's type name if the implementation raised for ``positions``; ``None`` if it answered.
+
+        An answer is still checked (a tensor of the right shape, dtype and device); raising
+        is what the protocol asks for positions past the table.
+        """
+        try:
+            self.learned_positions(positions, table)
+        except ImplementationError as error:
+            prefix = f"{self.impl_name}.learned_positions raised "
+            if str(error).startswith(prefix):
+                return str(error)[len(prefix):].split(":", 1)[0]
+            raise
+        return None
+
+    def input_embedding(self, tokens: torch.Tensor, token_table: torch.Tensor, position_table: torch.Tensor, *,
+                        scale: bool = False) -> torch.Tensor:
+        """The implementation's input sum ``(B, t, d_model)``, as float64."""
+        result = self.call("input_embedding", tokens.to(torch.int64), self.cast(token_table),
+                           self.cast(position_table), names=("tokens", "token_table", "position_table"), scale=scale)
+        return self._returned("input_embedding", result, (*tokens.shape, token_table.shape[1]),
+                              "token plus position embeddings")

@@ -30,14 +30,18 @@ checks what they return.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
 
 from specformer.protocol.base import Family, Operation
+from specformer.protocol.capabilities import Convention
 
 __all__ = [
     "ACTIVATIONS",
+    "CONVENTIONS",
+    "MODEL_LAYOUTS",
     "DECODER_KEYS",
     "DecoderLayerImplementation",
     "ENCODER_KEYS",
@@ -45,6 +49,10 @@ __all__ = [
     "FAMILY",
     "FeedForwardImplementation",
     "LayerNormImplementation",
+    "ModelConfig",
+    "ParameterCountImplementation",
+    "POSITION_KINDS",
+    "StackImplementation",
 ]
 
 #: The feed-forward non-linearities an operation may be asked for.
@@ -113,10 +121,100 @@ class DecoderLayerImplementation(Protocol):
         ...
 
 
+class StackImplementation(Protocol):
+    """A stack of encoder layers, with the final LayerNorm a pre-norm stack ends with."""
+
+    name: str
+
+    def encoder_stack(self, x: torch.Tensor, layers: list[dict[str, torch.Tensor]], *, heads: int,
+                      norm_first: bool, final_norm: tuple[torch.Tensor, torch.Tensor] | None = None,
+                      activation: str = "relu", eps: float = 1e-5, causal: bool = False) -> torch.Tensor:
+        """``x (B, t, d_model)`` through ``len(layers)`` encoder layers in order (each as
+        :meth:`EncoderLayerImplementation.encoder_layer` with its own weights), then, when
+        ``final_norm = (gamma, beta)`` is given, ``LayerNorm(h) gamma + beta`` of the last
+        layer's output (a pre-norm stack's final norm; ``None``: no final norm, as in a
+        post-norm stack). Returns ``(B, t, d_model)``.
+        """
+        ...
+
+
+#: The position schemes a :class:`ModelConfig` may name.
+POSITION_KINDS = ("none", "sinusoidal", "learned", "rope", "alibi")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The configuration of a transformer, as far as its parameter count depends on it.
+
+    * ``encoder_layers`` layers of self-attention and a feed-forward network (an encoder,
+      or a decoder-only model's causal layers), ``decoder_layers`` layers that add
+      cross-attention (the decoder of an encoder-decoder model);
+    * every projection has a bias (``d_model`` per attention projection, ``d_ff`` and
+      ``d_model`` in the feed-forward network); every LayerNorm has ``gamma`` and ``beta``;
+    * ``positions``: one of :data:`POSITION_KINDS`; only ``"learned"`` holds parameters,
+      a table of ``max_len x d_model``;
+    * ``shared_embeddings``: an encoder-decoder model's source and target share one token
+      table (otherwise two); ``tied_output``: the output layer is the token table's
+      transpose (otherwise its own ``d_model x vocab_size`` matrix, without bias);
+      ``output_layer=False``: no output layer at all (an encoder such as BERT's body);
+    * ``final_norm``: each stack ends with a LayerNorm (a pre-norm stack; ``nn.Transformer``
+      has one after both stacks whatever the placement); ``embedding_norm``: a LayerNorm
+      after the input sum (BERT, BLOOM); ``token_types``: rows of a segment table added to
+      the input (BERT: 2).
+    """
+
+    vocab_size: int
+    d_model: int
+    heads: int
+    d_ff: int
+    encoder_layers: int = 0
+    decoder_layers: int = 0
+    positions: str = "sinusoidal"
+    max_len: int = 512
+    shared_embeddings: bool = True
+    tied_output: bool = True
+    output_layer: bool = True
+    final_norm: bool = False
+    embedding_norm: bool = False
+    token_types: int = 0
+
+
+class ParameterCountImplementation(Protocol):
+    """The number of trainable parameters of a model built from a configuration."""
+
+    name: str
+
+    def count_parameters(self, config: ModelConfig) -> int:
+        """Trainable scalars of the model ``config`` describes, each shared tensor counted once
+        (a tied output layer adds nothing). Raise :class:`~specformer.protocol.base.NotApplicable`
+        for a configuration the library cannot build."""
+        ...
+
+
+#: The layouts of :class:`ModelConfig` a ``count_parameters`` may be asked about: an encoder-decoder
+#: (or encoder) with every field free, and the fixed layouts of GPT-2, BERT and BLOOM.
+MODEL_LAYOUTS = ("encoder-decoder", "gpt-2", "bert", "bloom")
+
+#: The conventions an implementation of the blocks family may declare (``Capabilities.conventions``).
+CONVENTIONS: dict[str, Convention] = {
+    "norm_first": Convention((False, True), "where the layers normalise: after each residual sum (False, "
+                             "post-norm, the original transformer and BERT) or each sublayer's input (True, pre-norm, "
+                             "GPT-2)"),
+    "activation": Convention(ACTIVATIONS, "the feed-forward network's non-linearity: relu, the exact erf GELU, or "
+                             "its tanh approximation"),
+    "model_layout": Convention(MODEL_LAYOUTS, "the configurations count_parameters builds: encoder-decoder (any "
+                               "field), gpt-2 (learned positions, final norm, no embedding norm), bert (learned "
+                               "positions, embedding norm, token types, no output layer), bloom (ALiBi, embedding "
+                               "and final norm, d_ff = 4 d_model, a tied or no output layer)"),
+}
+
+
 #: The blocks family, registered in :data:`specformer.protocol.FAMILIES`.
 FAMILY = Family("blocks", (
     Operation("layer_norm", LayerNormImplementation),
     Operation("feed_forward", FeedForwardImplementation),
     Operation("encoder_layer", EncoderLayerImplementation),
     Operation("decoder_layer", DecoderLayerImplementation),
-))
+    Operation("encoder_stack", StackImplementation),
+    Operation("count_parameters", ParameterCountImplementation),
+), CONVENTIONS)

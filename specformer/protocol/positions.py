@@ -12,7 +12,12 @@ Conventions (the same for every implementation; adapters convert):
   pairs ``(i, i + d/2)`` (the "rotate half" layout of GPT-NeoX and Llama); the angle of
   pair ``i`` at position ``m`` is ``m base^(-2i/d)``;
 * ``alibi_bias`` returns the additive score biases ``(h, t_q, t_k)`` of ALiBi, one matrix
-  per head, ``-m_h |i - j|`` (and ``-inf`` above the diagonal when ``causal``).
+  per head, ``-m_h |i - j|`` (and ``-inf`` above the diagonal when ``causal``);
+* ``alibi_attention`` is attention with that bias added to the scaled scores inside the
+  softmax, with the paper's fixed slopes;
+* ``learned_positions`` looks positions up in a learned table ``(n_max, d)`` that has no
+  row past ``n_max - 1``; ``input_embedding`` is the input of the first layer, the token
+  embedding (optionally scaled by ``sqrt(d_model)``) plus the position rows.
 
 This module declares the operations only; :mod:`specformer.checked.positions` calls them
 and checks what they return.
@@ -25,8 +30,10 @@ from typing import Any, Protocol
 import torch
 
 from specformer.protocol.base import Family, Operation
+from specformer.protocol.capabilities import Convention
 
-__all__ = ["AlibiImplementation", "FAMILY", "PositionalEncodingImplementation", "RotaryImplementation"]
+__all__ = ["AlibiAttentionImplementation", "CONVENTIONS", "AlibiImplementation", "FAMILY", "InputEmbeddingImplementation",
+           "LearnedPositionsImplementation", "PositionalEncodingImplementation", "RotaryImplementation"]
 
 
 class PositionalEncodingImplementation(Protocol):
@@ -69,6 +76,71 @@ class AlibiImplementation(Protocol):
         ...
 
 
+class AlibiAttentionImplementation(Protocol):
+    """Attention with the ALiBi bias applied inside the softmax."""
+
+    name: str
+
+    def alibi_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
+                        causal: bool = False) -> torch.Tensor:
+        """``softmax(q k^T / sqrt(d_k) + B) v`` per head: ``q (B, h, t_q, d_k)``, ``k (B, h, t_k, d_k)``,
+        ``v (B, h, t_k, d_v)``; returns ``(B, h, t_q, d_v)`` in the dtype of ``q``.
+
+        ``B[head] = -m_head |i - j|`` with the paper's fixed slopes (``2^(-8 k / h)``, ``k = 1..h``,
+        for ``h`` a power of two; for other ``h`` the ``n = 2^floor(log2 h)`` slopes of ``n``
+        heads followed by the odd-placed slopes of ``2n`` heads); ``causal=True`` also masks
+        keys ``j > i`` (rows and columns counted from the first query and key). A form that
+        differs by a constant per row (BLOOM's ``+m j``) gives the same weights under the
+        causal mask only.
+        """
+        ...
+
+
+class LearnedPositionsImplementation(Protocol):
+    """A learned position table: one trainable row per position, up to its length."""
+
+    name: str
+
+    def learned_positions(self, positions: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        """Rows ``table[positions]``: ``positions (t,)`` int64, ``table (n_max, d)``; returns ``(t, d)``
+        in the table's dtype.
+
+        The table has rows for positions ``0 .. n_max - 1`` only: a position ``>= n_max``
+        (or negative) must raise an exception (``IndexError`` or ``ValueError``), never
+        wrap around, clamp or return zeros.
+        """
+        ...
+
+
+class InputEmbeddingImplementation(Protocol):
+    """The input of the first layer: token embedding plus position encoding."""
+
+    name: str
+
+    def input_embedding(self, tokens: torch.Tensor, token_table: torch.Tensor, position_table: torch.Tensor, *,
+                        scale: bool = False) -> torch.Tensor:
+        """``x[b, i] = E[tokens[b, i]] * s + P[i]``: ``tokens (B, t)`` int64 below ``V``,
+        ``token_table E (V, d_model)``, ``position_table P (n_max, d_model)`` with ``t <= n_max``;
+        returns ``(B, t, d_model)``.
+
+        ``s = sqrt(d_model)`` when ``scale`` (the original paper's convention, section 3.4;
+        the documents write the plain sum, 000 "Adding Positional Information"), ``s = 1``
+        otherwise (BERT, GPT-2). Positions count from 0.
+        """
+        ...
+
+
+#: The conventions an implementation of the positions family may declare (``Capabilities.conventions``).
+CONVENTIONS: dict[str, Convention] = {
+    "pairing": Convention(("interleaved", "half"), "which features rotary pairs: (2i, 2i + 1) as in the RoFormer "
+                          "paper, or (i, i + d/2) as in GPT-NeoX and Llama's rotate_half"),
+    "alibi_causal": Convention((False, True), "whether ALiBi (alibi_bias, alibi_attention) is used without (False) "
+                               "or with (True) the causal mask; BLOOM's +m j bias is ALiBi's under the mask only"),
+    "embedding_scale": Convention((False, True), "whether input_embedding multiplies the token rows by "
+                                  "sqrt(d_model) (True, the original paper) or not (False, BERT and GPT-2)"),
+}
+
+
 #: The positions family, registered in :data:`specformer.protocol.FAMILIES`.
 FAMILY = Family(
     "positions",
@@ -76,5 +148,9 @@ FAMILY = Family(
         Operation("positional_encoding", PositionalEncodingImplementation),
         Operation("rotary", RotaryImplementation),
         Operation("alibi_bias", AlibiImplementation),
+        Operation("alibi_attention", AlibiAttentionImplementation),
+        Operation("learned_positions", LearnedPositionsImplementation),
+        Operation("input_embedding", InputEmbeddingImplementation),
     ),
+    CONVENTIONS,
 )
