@@ -35,6 +35,11 @@ ABOUT: dict[str, str] = {
     "published-numbers": "arithmetic on published numbers",
     "documents-code": "a statement about the documents' own code",
     "library": "a fact about a named library or shipped model",
+    # The two below stand beside the three kinds: the statement as mathematics, where another
+    # property of the same claim checks what an implementation computes; and a measurement the
+    # claim makes of the reference itself (a numeric example on the suite's own text).
+    "mathematics": "the statement as mathematics; another property checks the implementation",
+    "reference": "a measurement of the reference implementation on the suite's own text",
 }
 
 #: Every registered property, by qualified name (``topic.function``).

@@ -73,7 +73,7 @@ HARD_SELECTION_MISS = binomial_upper_tail(ROWS, HARD_SELECTION_RATE, ROWS // 2)
 
 
 @claim_property("scaling.unscaled-saturation", needs=(), expect="counterexample", dtypes=("float64",),
-                max_examples=3)
+                max_examples=3, about="mathematics")
 @given(t_k=st.sampled_from([128, 256, 512]), seed=sf.seeds())
 @example(t_k=512, seed=0)
 def at_d_k_64_the_unscaled_softmax_is_almost_a_hard_selection_as_written(ctx: Context, t_k, seed) -> None:
@@ -103,7 +103,7 @@ JACOBIAN_MISS = math.exp(-2 * ROWS * (JACOBIAN_GAP - 0.01) ** 2 / 4)
 
 
 @claim_property("scaling.unscaled-saturation", needs=(), expect="counterexample", dtypes=("float64",),
-                max_examples=3)
+                max_examples=3, about="mathematics")
 @given(t_k=st.sampled_from([256, 512]), seed=sf.seeds())
 @example(t_k=512, seed=0)
 def at_d_k_64_unscaled_scores_give_smaller_softmax_gradients_than_scaled_ones_as_written(ctx: Context, t_k,

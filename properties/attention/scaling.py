@@ -154,7 +154,7 @@ def distributions() -> st.SearchStrategy[str]:
 VARIANCE_BLOCK = 300  # 33 x 300 = 9,900 dot products per example
 
 
-@claim_property("scaling.dot-product-variance", needs=(), dtypes=("float64",), max_examples=4)
+@claim_property("scaling.dot-product-variance", needs=(), dtypes=("float64",), max_examples=4, about="mathematics")
 @given(d_k=st.integers(1, 256), seed=sf.seeds(), dist=distributions())
 @example(d_k=64, seed=0, dist="normal")
 def dot_products_of_standardised_vectors_have_variance_d_k(ctx: Context, d_k, seed, dist) -> None:
@@ -172,7 +172,7 @@ def dot_products_of_standardised_vectors_have_variance_d_k(ctx: Context, d_k, se
 
 
 @claim_property("scaling.dot-product-variance", expect="counterexample", needs=(), dtypes=("float64",),
-                max_examples=4)
+                max_examples=4, about="mathematics")
 @given(d_k=st.integers(1, 256), seed=sf.seeds())
 @example(d_k=64, seed=0)
 def dot_products_of_unit_variance_vectors_have_variance_d_k_as_written(ctx: Context, d_k, seed) -> None:
@@ -187,7 +187,7 @@ def dot_products_of_unit_variance_vectors_have_variance_d_k_as_written(ctx: Cont
                     f"Var[q.k], d_k={d_k}, N(1, 1) components")
 
 
-@claim_property("scaling.scaled-variance-one", needs=(), dtypes=("float64",), max_examples=4)
+@claim_property("scaling.scaled-variance-one", needs=(), dtypes=("float64",), max_examples=4, about="mathematics")
 @given(d_k=st.integers(1, 512), seed=sf.seeds(), dist=distributions())
 @example(d_k=512, seed=0, dist="normal")
 def scaled_dot_products_have_unit_variance(ctx: Context, d_k, seed, dist) -> None:
@@ -216,7 +216,7 @@ def normalised_fourth_power_variance(d_k: int) -> float:
     return (normal_dot_product_moment(d_k, 8) - normal_dot_product_moment(d_k, 4) ** 2) / d_k**4
 
 
-@claim_property("scaling.dot-product-normal", needs=(), dtypes=("float64",), max_examples=4)
+@claim_property("scaling.dot-product-normal", needs=(), dtypes=("float64",), max_examples=4, about="mathematics")
 @given(d_k=st.integers(1, 32), seed=sf.seeds())
 @example(d_k=1, seed=0)
 def dot_products_have_mean_zero_variance_d_k_and_excess_kurtosis_6_over_d_k(ctx: Context, d_k, seed) -> None:
@@ -244,7 +244,7 @@ def dot_products_have_mean_zero_variance_d_k_and_excess_kurtosis_6_over_d_k(ctx:
 
 
 @claim_property("scaling.dot-product-normal", expect="counterexample", needs=(), dtypes=("float64",),
-                max_examples=4)
+                max_examples=4, about="mathematics")
 @given(d_k=st.integers(1, 3), seed=sf.seeds())
 @example(d_k=1, seed=0)
 def dot_products_are_normal_as_written(ctx: Context, d_k, seed) -> None:
@@ -263,7 +263,7 @@ def dot_products_are_normal_as_written(ctx: Context, d_k, seed) -> None:
 
 
 @claim_property("scaling.dot-product-normal", expect="counterexample", needs=(), dtypes=("float64",),
-                max_examples=4)
+                max_examples=4, about="mathematics")
 @given(d_k=st.integers(2, 256), seed=sf.seeds())
 @example(d_k=64, seed=0)
 def dot_products_have_variance_root_d_k_as_written(ctx: Context, d_k, seed) -> None:
@@ -283,7 +283,7 @@ def dot_products_have_variance_root_d_k_as_written(ctx: Context, d_k, seed) -> N
 MAGNITUDE_BLOCK = 1000  # 33 x 1000 = 33,000 dot products in dimension 64
 
 
-@claim_property("scaling.magnitude-example", needs=(), dtypes=("float64",), max_examples=3)
+@claim_property("scaling.magnitude-example", needs=(), dtypes=("float64",), max_examples=3, about="mathematics")
 @given(d_k=st.just(64), seed=sf.seeds(), dist=distributions())
 @example(d_k=64, seed=0, dist="normal")
 def dot_products_in_dimension_64_have_standard_deviation_8(ctx: Context, d_k, seed, dist) -> None:
@@ -335,7 +335,7 @@ def assert_saturation(stats: dict[str, float], d_k: int) -> None:
                     f"(false-alarm probability <= {hoeffding_false_alarm():.1e})")
 
 
-@claim_property("scaling.unscaled-saturation", needs=(), dtypes=("float64",), max_examples=4)
+@claim_property("scaling.unscaled-saturation", needs=(), dtypes=("float64",), max_examples=4, about="mathematics")
 @given(d_k=st.sampled_from(sorted(UNSCALED_THRESHOLDS)), t_k=st.integers(4, 16), seed=sf.seeds())
 @example(d_k=64, t_k=16, seed=0)
 def unscaled_scores_saturate_the_softmax_and_scaled_scores_do_not(ctx: Context, d_k, t_k, seed) -> None:

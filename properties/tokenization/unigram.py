@@ -82,7 +82,7 @@ def sampling_tolerance(n: int = SAMPLES, k: int = MAX_SEGMENTATIONS, delta: floa
     return math.sqrt(math.log(2 * k / delta) / (2 * n))
 
 
-@claim_property("unigram.probabilistic-segmentation", needs=(), dtypes=("float64",), max_examples=10)
+@claim_property("unigram.probabilistic-segmentation", needs=(), dtypes=("float64",), max_examples=10, about="mathematics")
 @given(case=segmentation_cases("ab", max_size=5), alpha=st.sampled_from([0.5, 1.0, 2.0]),
        seed=st.integers(0, 2**32 - 1))
 def sampled_segmentations_follow_the_models_probabilities(ctx: Context, case, alpha, seed) -> None:

@@ -131,7 +131,7 @@ def unit_measurements(merges: int) -> dict[str, dict[str, int]]:
     }
 
 
-@claim_property("vocabulary.unit-table", needs=(), dtypes=F64, max_examples=4)
+@claim_property("vocabulary.unit-table", needs=(), dtypes=F64, max_examples=4, about="reference")
 @given(merges=st.sampled_from((30, 300, 1000, 3000)))
 @example(merges=1000)
 def subwords_sit_between_characters_and_words(ctx: Context, merges) -> None:
