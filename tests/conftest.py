@@ -22,6 +22,10 @@ torch.set_num_threads(1)
 
 #: Mutant hunting needs a counterexample, not the smallest one: skip shrinking.
 PROFILES.setdefault("mutants", settings(PROFILES["ci"], phases=[Phase.explicit, Phase.reuse, Phase.generate]))
+#: Refutations must find their counterexample by search alone: no hand-picked examples.
+PROFILES.setdefault("search-only", settings(PROFILES["ci"], phases=[Phase.reuse, Phase.generate, Phase.shrink]))
+#: Profiles only the harness's own tests use.
+TEST_PROFILES = frozenset({"mutants", "search-only"})
 
 
 @pytest.fixture(scope="session")

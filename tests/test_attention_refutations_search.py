@@ -8,14 +8,11 @@ must break the claim as written.
 from __future__ import annotations
 
 import pytest
-from hypothesis import Phase, settings
 
 from conftest import run_row
 from specformer.adapters.reference import implementation as reference
-from specformer.profiles import PROFILES
 from specformer.property import load_properties
 
-PROFILES.setdefault("search-only", settings(PROFILES["ci"], phases=[Phase.reuse, Phase.generate, Phase.shrink]))
 
 REFUTATIONS = sorted(q for q, p in load_properties().items()
                      if p.family == "attention" and p.expect == "counterexample")

@@ -183,8 +183,10 @@ def test_the_cli_offers_exactly_the_hypothesis_profiles() -> None:
     from specformer.cli import PROFILE_NAMES
     from specformer.profiles import PROFILES
 
-    # conftest adds a test-only "mutants" profile (no shrinking) to the same table
-    assert set(PROFILE_NAMES) == set(PROFILES) - {"mutants"}
+    from conftest import TEST_PROFILES
+
+    # conftest adds test-only profiles (no shrinking; search alone) to the same table
+    assert set(PROFILE_NAMES) == set(PROFILES) - TEST_PROFILES
 
 
 def test_the_thorough_profile_searches_without_the_hand_picked_examples() -> None:
