@@ -93,6 +93,17 @@ def test_a_misstated_table_width_is_caught(monkeypatch) -> None:
     assert row.outcome == "fail" and "base" in row.message, row
 
 
+def test_a_library_whose_default_width_is_not_four_times_is_caught(monkeypatch) -> None:
+    name = "ffn.the_hidden_layer_is_four_times_as_wide"
+    widths = ffn.library_widths()
+    assert widths, "no library width was read"
+    first = next(iter(widths))
+    d_model = widths[first][0]
+    monkeypatch.setattr(ffn, "library_widths", lambda: {**widths, first: (d_model, 2 * d_model)})
+    row = run_row(name, None)
+    assert row.outcome == "fail" and first in row.message, row
+
+
 def test_every_ffn_property_is_covered(properties) -> None:
     covered = {q for q, _ in CASES} | {AS_WRITTEN, "ffn.the_hidden_layer_is_four_times_as_wide", IDENTITY}
     mine = {q for q, p in properties.items() if p.module == "ffn"}
