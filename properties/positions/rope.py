@@ -447,13 +447,14 @@ def float32_score_error(q: torch.Tensor, k: torch.Tensor, n: int, r: int) -> flo
 
 
 @claim_property("rope.float32-positions", needs=(), about="library", dtypes=("float64",))
-@given(case=float32_cases(min_exponent=0, max_exponent=18))
+@given(case=float32_cases(min_exponent=0, max_exponent=14))
 @example(case=(torch.tensor([0.0, 0.0, 1.0, 0.0], dtype=torch.float64), torch.tensor([0.0, 0.0, 1.0, 0.0],
-               dtype=torch.float64), 2**18, 1))
+               dtype=torch.float64), 2**14, 1))
 def float32_angles_keep_the_relative_property_to_within_eps_times_the_position(ctx: Context, case) -> None:
-    """With float32 angles (as the libraries compute them), the score of unit vectors at key position ``n < 2^19``
-    and query position ``n + r`` is off by at most ``8 eps_32 (2n + r + 2)`` (``5e-4`` at ``n = 2^8``, ``1`` at ``2^19``;
-    measured: ``4e-6`` at ``2^11``, ``3e-4`` to ``6e-4`` at ``2^18``)."""
+    """With float32 angles (as the libraries compute them), the score of unit vectors at key position ``n < 2^15``
+    and query position ``n + r`` is off by at most ``8 eps_32 (2n + r + 2)`` (``5e-4`` at ``n = 2^8``, ``0.06`` at
+    ``2^15``; measured: ``4e-6`` at ``2^11``, ``3e-4`` to ``6e-4`` at ``2^18``). Positions stop at ``2^15``, where the
+    bound is still small against a score in ``[-1, 1]``; beyond, the refutation below shows the drift."""
     q, k, n, r = case
     error = float32_score_error(q, k, n, r)
     bound = ANGLE_ULPS * torch.finfo(torch.float32).eps * (2 * n + r + 2) + 1e-12
