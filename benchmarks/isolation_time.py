@@ -39,7 +39,7 @@ def run_suite(jobs: int, source: Path) -> dict[str, float]:
     """One timed ``specformer run``; wall seconds, rows and the report's summed row time."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "specformer.cli", "run", "--profile", "ci", "--report", str(report)]
+        cmd = [sys.executable, "-m", "specformer", "run", "--profile", "ci", "--report", str(report)]
         if jobs > 1:
             cmd += ["--jobs", str(jobs)]
         env = {**os.environ, "PYTHONPATH": str(source)}
@@ -58,7 +58,7 @@ def per_call(n: int = 400) -> dict[str, float]:
     import torch
 
     from specformer.adapters.reference import implementation
-    from specformer.supervisor import WorkerPool, shutdown
+    from specformer.runner.supervisor import WorkerPool, shutdown
 
     torch.set_num_threads(1)
     generator = torch.Generator().manual_seed(0)

@@ -33,7 +33,7 @@ def run_once(impls: list[str], profile: str, jobs: int = 2) -> tuple[float, floa
     """
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "specformer.cli", "run", "--profile", profile, "--jobs", str(jobs),
+        cmd = [sys.executable, "-m", "specformer", "run", "--profile", profile, "--jobs", str(jobs),
                "--report", str(report)]
         for impl in impls:
             cmd += ["--impl", impl]

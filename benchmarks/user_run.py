@@ -49,7 +49,7 @@ def run_once(impl: Path, family: str, profile: str, jobs: int) -> dict:
     """One timed ``specformer run``; wall and CPU seconds, exit code, rows and outcomes."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "specformer.cli", "run", "--impl", str(impl), "--profile", profile,
+        cmd = [sys.executable, "-m", "specformer", "run", "--impl", str(impl), "--profile", profile,
                "--jobs", str(jobs), "--report", str(report)]
         for topic in topics(family):
             cmd += ["--topic", f"{family}/{topic}"]

@@ -2,15 +2,15 @@
 
 Properties draw float64 inputs on the CPU and call the implementation through the
 context. The context casts the inputs to the dtype under test and sends *copies* to the
-implementation's worker (:mod:`specformer.supervisor`), which moves them to the device;
-what comes back is plain data (:mod:`specformer.wire`), checked (type, shape, dtype,
+implementation's worker (:mod:`specformer.runner.supervisor`), which moves them to the device;
+what comes back is plain data (:mod:`specformer.runner.wire`), checked (type, shape, dtype,
 device) and returned as float64 on the CPU for comparison with the mathematics. Nothing
 the implementation does can reach the property's own tensors or the expected values,
 which are computed in this process.
 
 A misbehaving implementation raises :class:`ImplementationError` (it raised, returned
 something malformed, or modified an input in place) or
-:class:`~specformer.supervisor.WorkerLost` (its worker crashed, exited or hung); an
+:class:`~specformer.runner.supervisor.WorkerLost` (its worker crashed, exited or hung); an
 adapter's :class:`~specformer.protocol.NotApplicable` marks the example as outside its
 domain (an error inside a declared domain).
 
@@ -18,7 +18,7 @@ The shared machinery is :mod:`specformer.checked.base`; each family's checked ca
 in a module of :mod:`specformer.checked` and register themselves with
 :func:`specformer.checked.register`. This module imports the package's modules (whatever
 families there are) and mixes the registered calls into :class:`Context`; it names no
-family. It does not decide outcomes; :mod:`specformer.runner` does.
+family. It does not decide outcomes; :mod:`specformer.runner.row` does.
 """
 
 from __future__ import annotations

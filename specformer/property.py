@@ -16,7 +16,7 @@ the three kinds of claim it checks (:data:`ABOUT`): arithmetic on published numb
 statement about the documents' own code, or a fact about a named library or shipped
 model. Every other claim about what an implementation computes calls the implementation.
 
-This module only records properties; :mod:`specformer.runner` runs them.
+This module only records properties; :mod:`specformer.runner.row` runs them.
 """
 
 from __future__ import annotations

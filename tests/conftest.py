@@ -12,10 +12,10 @@ import torch
 from hypothesis import Phase, settings
 
 from specformer.context import LocalBackend
-from specformer.profiles import PROFILES
+from specformer.runner.profiles import PROFILES
 from specformer.protocol import declared_capabilities, provided_operations
 from specformer.property import Property, load_properties
-from specformer.runner import RowResult, run_property
+from specformer.runner.row import RowResult, run_property
 
 # The harness's tests use tiny tensors: torch's thread pool only adds overhead.
 torch.set_num_threads(1)

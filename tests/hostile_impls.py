@@ -216,7 +216,7 @@ class AnswersOutOfTurn:
     def attention(self, q, k, v, mask=None, *, causal=False):
         import struct
 
-        from specformer import wire
+        from specformer.runner import wire
 
         out, weights = correct_attention(q, k, v, mask, causal)
         frame = wire.encode({"status": "ok", "value": (out, weights), "flops": None, "mutated": [], "applied": []})

@@ -147,7 +147,7 @@ def test_a_worker_reports_the_declaration_and_refuses_a_malformed_one(tmp_path: 
     source = tmp_path / "mine.py"
     source.write_text(WORKER_IMPL)
     report = tmp_path / "report.json"
-    done = subprocess.run([sys.executable, "-m", "specformer.cli", "run", "--impl", str(source),
+    done = subprocess.run([sys.executable, "-m", "specformer", "run", "--impl", str(source),
                            "--impl", f"{source}:broken", "--claims", "attention.scaled-dot-product",
                            "--report", str(report)], capture_output=True, text=True, timeout=600)
     data = json.loads(report.read_text())

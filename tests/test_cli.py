@@ -17,12 +17,12 @@ import jsonschema
 import pytest
 
 from specformer.claims import check_consistency, load_claims
-from specformer.cli import build_parser, main
-from specformer.loading import load_implementation
+from specformer.runner.cli import build_parser, main
+from specformer.runner.loading import load_implementation
 from specformer.property import load_properties
-from specformer.report import REPORT_SCHEMA
-from specformer.plugin import implementation_of
-from specformer.runner import MATH, reproduce_command
+from specformer.report.model import REPORT_SCHEMA
+from specformer.runner.plugin import implementation_of
+from specformer.runner.row import MATH, reproduce_command
 
 SUMS = "attention.weights-sum-to-one"
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """``specformer ARGS`` in a fresh interpreter (the run command starts pytest)."""
-    return subprocess.run([sys.executable, "-m", "specformer.cli", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "specformer", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=300)
 
 
@@ -180,8 +180,8 @@ def test_the_reproduce_command_of_a_math_row_names_loadable_implementations() ->
 
 
 def test_the_cli_offers_exactly_the_hypothesis_profiles() -> None:
-    from specformer.cli import PROFILE_NAMES
-    from specformer.profiles import PROFILES
+    from specformer.runner.cli import PROFILE_NAMES
+    from specformer.runner.profiles import PROFILES
 
     from conftest import TEST_PROFILES
 
@@ -192,7 +192,7 @@ def test_the_cli_offers_exactly_the_hypothesis_profiles() -> None:
 def test_the_thorough_profile_searches_without_the_hand_picked_examples() -> None:
     from hypothesis import Phase
 
-    from specformer.profiles import PROFILES
+    from specformer.runner.profiles import PROFILES
 
     assert Phase.explicit not in PROFILES["thorough"].phases
     assert Phase.explicit in PROFILES["ci"].phases and PROFILES["ci"].derandomize
@@ -254,7 +254,7 @@ def test_a_run_stopped_early_never_leaves_a_report_that_claims_success(tmp_path:
     report_path.write_text(json.dumps({"summary": {"ok": True, "complete": True, "state": "complete"}}))
     junit_path = tmp_path / "J.xml"
     process = subprocess.Popen(
-        [sys.executable, "-m", "specformer.cli", "run", "--impl", "spins.py", "--claims", "attention.slide-example",
+        [sys.executable, "-m", "specformer", "run", "--impl", "spins.py", "--claims", "attention.slide-example",
          "--row-timeout", "600", "--report", str(report_path), "--junit", str(junit_path)], cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)
@@ -306,7 +306,7 @@ def test_the_site_command_builds_pages_from_a_folder_outside_the_checkout(sums_r
     report = tmp_path / "R.json"
     report.write_text(json.dumps(sums_run[1]), encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "specformer.cli", "site", "--report", "R.json", "-o", "out",
+    done = subprocess.run([sys.executable, "-m", "specformer", "site", "--report", "R.json", "-o", "out",
                            "--no-plots", "--strict"], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from specformer import deviations
-from specformer.cli import main
-from specformer.runner import RowResult
+from specformer.report import deviations
+from specformer.runner.cli import main
+from specformer.runner.row import RowResult
 
 ROOT = Path(__file__).resolve().parent.parent
 PROP = "masking.later_positions_do_not_change_earlier_outputs"
@@ -180,7 +180,7 @@ def test_a_run_with_a_deviations_file_passes_and_lists_what_is_fixed(tmp_path: P
         """), encoding="utf-8")
     args = ["run", "--impl", "mutant.py", "--impl", "reference", "--property", PROP, "--dtype", "float64",
             "--deviations", "dev.toml", "--report", "R.json"]
-    done = subprocess.run([sys.executable, "-m", "specformer.cli", *args], cwd=tmp_path, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "specformer", *args], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {r["implementation"]: r for r in json.loads((tmp_path / "R.json").read_text())["rows"]}
@@ -188,7 +188,7 @@ def test_a_run_with_a_deviations_file_passes_and_lists_what_is_fixed(tmp_path: P
     assert rows["causal-includes-next"]["original_outcome"] == "fail" and rows["causal-includes-next"]["message"]
     assert rows["reference"]["outcome"] == "fixed"
     assert "no longer deviate" in done.stdout and "listed to be fixed" in done.stdout
-    strict = subprocess.run([sys.executable, "-m", "specformer.cli", "run", *args[3:], "--strict-deviations"],
+    strict = subprocess.run([sys.executable, "-m", "specformer", "run", *args[3:], "--strict-deviations"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert strict.returncode == 1, strict.stdout + strict.stderr
     assert "FIXED  masking.causal-no-future" in strict.stdout
@@ -201,7 +201,7 @@ def test_a_row_run_without_shrinking_still_fails_with_a_counterexample() -> None
     from specformer.context import LocalBackend
     from specformer.property import load_properties
     from specformer.protocol import provided_operations
-    from specformer.runner import run_property
+    from specformer.runner.row import run_property
 
     prop = load_properties()["attention.output_matches_the_formula"]
     rows = [run_property(prop, LocalBackend(NO_SCALE), "no-scale", "no-scale", "cpu", "float64", "ci", 60,
@@ -211,8 +211,8 @@ def test_a_row_run_without_shrinking_still_fails_with_a_counterexample() -> None
 
 
 def test_an_intermittent_entry_relabels_failures_but_leaves_passing_rows_alone() -> None:
-    from specformer.deviations import apply, parse
-    from specformer.runner import RowResult
+    from specformer.report.deviations import apply, parse
+    from specformer.runner.row import RowResult
 
     entries = parse('[[deviation]]\nclaim = "a.*"\nimplementation = "impl"\nintermittent = true\n'
                     'reason = "float32 inside"\n', "x.toml")

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from specformer.loading import ImplementationLoadError, load_implementation
+from specformer.runner.loading import ImplementationLoadError, load_implementation
 from specformer.protocol import FAMILIES, provided_operations
-from specformer.skeleton import not_implemented, skeleton
+from specformer.runner.skeleton import not_implemented, skeleton
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -49,7 +49,7 @@ def test_each_example_loads_with_its_operations(family: str) -> None:
 def test_the_examples_conform_through_the_command_line(tmp_path: Path) -> None:
     impls = [a for family in sorted(SELECTION) for a in ("--impl", str(EXAMPLES / f"{family}.py"))]
     claims = ",".join(c for _, wanted in SELECTION.values() for c in wanted)
-    done = subprocess.run([sys.executable, "-m", "specformer.cli", "run", *impls, "--claims", claims,
+    done = subprocess.run([sys.executable, "-m", "specformer", "run", *impls, "--claims", claims,
                            "--report", str(tmp_path / "R.json")], cwd=tmp_path, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
@@ -103,7 +103,7 @@ def test_an_unmarked_operation_raising_not_implemented_is_still_provided() -> No
 
 
 def test_new_writes_a_skeleton_and_never_overwrites(tmp_path: Path) -> None:
-    from specformer.cli import main
+    from specformer.runner.cli import main
 
     target = tmp_path / "mine.py"
     assert main(["new", "attention", "-o", str(target)]) == 0

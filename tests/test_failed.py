@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from specformer.cli import main
-from specformer.report import build_report, implementation_entry, write_report
-from specformer.runner import RowResult
-from specformer.selection import SelectionError, failed_rows, read_report, row_selected
+from specformer.runner.cli import main
+from specformer.report.model import build_report, implementation_entry, write_report
+from specformer.runner.row import RowResult
+from specformer.runner.selection import SelectionError, failed_rows, read_report, row_selected
 
 from test_deviations import MUTANT, PROP
 
@@ -23,7 +23,7 @@ KEYS = ("claim", "property", "implementation", "device", "dtype", "outcome", "me
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "specformer.cli", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "specformer", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=300)
 
 
@@ -112,7 +112,7 @@ def test_the_profiles_do_not_follow_the_ci_variable() -> None:
     """Hypothesis switches its default profile under CI=true; the suite's profiles must not change."""
     import os
 
-    code = ("from specformer.profiles import PROFILES; "
+    code = ("from specformer.runner.profiles import PROFILES; "
             "print([(n, PROFILES[n].derandomize, PROFILES[n].print_blob) for n in sorted(PROFILES)])")
     outputs = {ci: subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                   env={**{k: v for k, v in os.environ.items() if k != "CI"},

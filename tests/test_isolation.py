@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from specformer.report import REPORT_SCHEMA
+from specformer.report.model import REPORT_SCHEMA
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_impls.py"
 PROPERTY = "attention.output_matches_the_formula"
@@ -37,7 +37,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     report.write_text('{"summary": {"ok": true, "complete": true}}', encoding="utf-8")  # a stale "ok" report
     impls = ["reference", *(f"{HOSTILE}:{name}" for name in CLASSES),
              str(tmp / "exits_on_import.py"), str(tmp / "hangs_on_import.py")]
-    command = [sys.executable, "-m", "specformer.cli", "run", "--property", PROPERTY,
+    command = [sys.executable, "-m", "specformer", "run", "--property", PROPERTY,
                "--claims", "attention.scaled-dot-product,scaling.dot-product-variance", "--dtype", "float64",
                "--row-timeout", str(ROW_TIMEOUT), "--memory-limit", "2048", "--report", str(report)]
     for impl in impls:

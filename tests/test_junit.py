@@ -5,9 +5,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from specformer.junit import junit_tree, write_junit
-from specformer.report import build_report, implementation_entry
-from specformer.runner import RowResult
+from specformer.report.junit import junit_tree, write_junit
+from specformer.report.model import build_report, implementation_entry
+from specformer.runner.row import RowResult
 
 IMPLS = [implementation_entry("mine", "mine.py", ["attention"])]
 

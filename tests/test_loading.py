@@ -12,7 +12,7 @@ import pytest
 
 from specformer.adapters import BUILTIN, DEFAULT_IMPLEMENTATIONS
 from specformer.adapters.reference import ReferenceImplementation
-from specformer.loading import ImplementationLoadError, LoadedImplementation, load_implementation
+from specformer.runner.loading import ImplementationLoadError, LoadedImplementation, load_implementation
 from specformer.protocol import OPERATIONS
 
 USER_CODE = textwrap.dedent(

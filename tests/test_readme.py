@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_row
-from specformer.loading import load_implementation
+from specformer.runner.loading import load_implementation
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import specformer
-from specformer.report import (
+from specformer.report.model import (
     REPORT_SCHEMA,
     SCHEMA_NAME,
     SCHEMA_VERSION,
@@ -23,7 +23,7 @@ from specformer.report import (
     implementation_entry,
     write_report,
 )
-from specformer.runner import EXPECTED_OUTCOMES, OUTCOMES, RowResult
+from specformer.runner.row import EXPECTED_OUTCOMES, OUTCOMES, RowResult
 
 ROOT = Path(__file__).resolve().parent.parent
 IMPLS = [implementation_entry("reference", "reference", ["attention", "multihead_attention", "score"])]

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from specformer.context import LocalBackend, WorkerBackend
 from specformer.property import Property, load_properties
 from specformer.protocol import provided_operations
-from specformer.report import REPORT_SCHEMA
-from specformer.runner import RowResult, run_property
-from specformer.supervisor import WorkerPool
+from specformer.report.model import REPORT_SCHEMA
+from specformer.runner.row import RowResult, run_property
+from specformer.runner.supervisor import WorkerPool
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_impls.py"
 
@@ -224,7 +224,7 @@ def test_passing_on_a_few_examples_in_the_domain_is_inconclusive() -> None:
 
 def test_a_row_with_no_example_in_the_domain_stops_early_as_not_applicable() -> None:
     from specformer.protocol import NotApplicable
-    from specformer.runner import OUT_OF_DOMAIN_LIMIT
+    from specformer.runner.row import OUT_OF_DOMAIN_LIMIT
 
     class NeverInDomain:
         name = "never-in-domain"

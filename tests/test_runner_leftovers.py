@@ -23,8 +23,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from specformer.cli import main
-from specformer.report import REPORT_SCHEMA
+from specformer.runner.cli import main
+from specformer.report.model import REPORT_SCHEMA
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_impls.py"
 SLIDE = "attention.the_slides_weights_give_the_slides_output"
@@ -33,7 +33,7 @@ CLASSES = ["KillsItsForkServer", "StopsItsForkServer", "AnswersOutOfTurn", "Leav
 
 def cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """``specformer ARGS`` in a fresh interpreter."""
-    return subprocess.run([sys.executable, "-m", "specformer.cli", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "specformer", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -215,7 +215,7 @@ def test_numbers_that_mean_nothing_are_usage_errors(args: list[str], fragment: s
 
 
 def test_memory_limit_zero_still_means_none() -> None:
-    from specformer.options import number_problem
+    from specformer.runner.options import number_problem
 
     assert number_problem(memory_mib=0) is None and number_problem(memory_mib=256) is None
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from specformer import cli, devices
+from specformer.runner import cli, devices
 from specformer.claims import load_claims
-from specformer.cli import build_parser, main
-from specformer.selection import selection_problems, topic_selects
+from specformer.runner.cli import build_parser, main
+from specformer.runner.selection import selection_problems, topic_selects
 
 CLAIMS = {"masking.padding": "attention", "masking.causal-matrix": "attention", "scaling.variance": "attention"}
 PROPS = {"masking.padded_keys": ("masking.padding", "padded_keys"),
@@ -109,7 +109,7 @@ def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_a_selection_that_matches_nothing_exits_2_before_anything_runs(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "specformer.cli", "run", "--claims", "maskng.*", "--report", "R.json"],
+    done = subprocess.run([sys.executable, "-m", "specformer", "run", "--claims", "maskng.*", "--report", "R.json"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "matches no claim" in done.stderr and "masking.*" in done.stderr

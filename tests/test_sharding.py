@@ -12,10 +12,10 @@ from typing import Any
 import jsonschema
 import pytest
 
-from specformer import sharding
-from specformer.cli import main
-from specformer.report import REPORT_SCHEMA, build_report
-from specformer.runner import RowResult
+from specformer.runner import sharding
+from specformer.runner.cli import main
+from specformer.report.model import REPORT_SCHEMA, build_report
+from specformer.runner.row import RowResult
 
 SELECTION = ["--claims", "attention.weights-sum-to-one,attention.slide-example,scaling.dot-product-variance",
              "--impl", "reference", "--impl", "torch-sdpa", "--dtype", "float64", "--with-math"]
@@ -87,7 +87,7 @@ def test_merge_refuses_a_missing_shard(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def _run(cwd: Path, *args: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-m", "specformer.cli", "run", *SELECTION, *args], cwd=cwd,
+    done = subprocess.run([sys.executable, "-m", "specformer", "run", *SELECTION, *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads((cwd / args[args.index("--report") + 1]).read_text(encoding="utf-8"))

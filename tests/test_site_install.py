@@ -7,7 +7,7 @@ not applicable) twice, once per code path:
 * ``checkout``: ``python -m mkdocs build --strict`` in the checkout, as ``make site`` does;
 * ``wheel``: a wheel built from a copy of the checkout (``pip wheel``), installed with
   ``pip install --no-deps --target`` into an otherwise empty folder, and
-  ``python -m specformer.cli site --report ... -o DIR`` run from another empty folder
+  ``python -m specformer site --report ... -o DIR`` run from another empty folder
   with only that folder on ``PYTHONPATH`` (the third-party libraries come from the
   environment; nothing of the checkout is importable).
 
@@ -155,7 +155,7 @@ def build_wheel(folder: Path, out: Path, reports: list[Path]) -> Path:
     where = _run([sys.executable, "-c", "import specformer.site; print(specformer.site.__file__)"],
                  cwd=empty, env=installed_env(lib)).stdout.strip()
     assert Path(where).is_relative_to(lib), where
-    _run([sys.executable, "-m", "specformer.cli", "site", *(a for r in reports for a in ("--report", str(r))),
+    _run([sys.executable, "-m", "specformer", "site", *(a for r in reports for a in ("--report", str(r))),
           "-o", str(out)], cwd=empty, env=installed_env(lib))
     return out
 

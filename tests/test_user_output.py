@@ -17,13 +17,13 @@ import pytest
 import torch
 
 from conftest import run_row
-from specformer.cli import build_parser, main
-from specformer.loading import ImplementationLoadError, load_implementation
-from specformer.plugin import bounded_shrinking, describe_failure
+from specformer.runner.cli import build_parser, main
+from specformer.runner.loading import ImplementationLoadError, load_implementation
+from specformer.runner.plugin import bounded_shrinking, describe_failure
 from specformer.property import load_properties
 from specformer.property_index import static_properties
 from specformer.protocol import AttentionOutput
-from specformer.summary import grouped_failures, render_call, render_value, shorten_tensors, summary_lines
+from specformer.report.summary import grouped_failures, render_call, render_value, shorten_tensors, summary_lines
 
 FORMULA = "attention.output_matches_the_formula"
 
@@ -189,14 +189,14 @@ def test_claims_with_an_unknown_topic_is_a_usage_error_like_run(capsys: pytest.C
 def test_help_is_plain_text_and_imports_neither_torch_nor_hypothesis() -> None:
     text = build_parser().format_help()
     assert "``" not in text and ":data:" not in text and "specformer new" in text
-    code = ("import sys\nfrom specformer.cli import main\ntry:\n    main(['claims'])\nexcept SystemExit:\n    pass\n"
+    code = ("import sys\nfrom specformer.runner.cli import main\ntry:\n    main(['claims'])\nexcept SystemExit:\n    pass\n"
             "print('torch' in sys.modules, 'hypothesis' in sys.modules, file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stderr.strip().splitlines()[-1] == "False False", done.stderr
 
 
 def test_replay_names_the_failing_rows_when_the_row_is_unknown(tmp_path: Path) -> None:
-    from specformer.replay import ReplayError, choose_row
+    from specformer.runner.replay import ReplayError, choose_row
 
     report = {"rows": [_row("float32", "bad"), {**_row("float64", "ok"), "as_expected": True}]}
     assert choose_row(report, "1")["dtype"] == "float32"

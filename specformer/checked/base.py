@@ -21,9 +21,9 @@ from hypothesis import reject
 from specformer.properties.tolerances import DTYPES, Tolerance, tolerance
 from specformer.protocol import CONVENTIONS, Capabilities, NotApplicable
 from specformer.protocol.capabilities import OutsideDeclaration
-from specformer.supervisor import WorkerLost, WorkerPool
-from specformer.wire import WireTensor, describe
-from specformer.worker import run_locally
+from specformer.runner.supervisor import WorkerLost, WorkerPool
+from specformer.runner.wire import WireTensor, describe
+from specformer.runner.worker import run_locally
 
 
 T = TypeVar("T")

@@ -64,7 +64,7 @@ class BlockCalls(_Base):
 
     def count_parameters(self, config: ModelConfig) -> int:
         """The implementation's parameter count of the model ``config`` describes (a non-negative int)."""
-        from specformer.wire import describe
+        from specformer.runner.wire import describe
 
         result = self.call("count_parameters", config, names=("config",))
         if type(result) is not int or result < 0:

@@ -157,7 +157,7 @@ class EmbeddingCalls(_Base):
     def token_vectors(self, text: str, layer: int = -1) -> tuple[list[str], torch.Tensor]:
         """The implementation's tokens of ``text`` and their vectors after ``layer``, as float64."""
         from specformer.checked.tokenization import _items
-        from specformer.wire import describe
+        from specformer.runner.wire import describe
 
         result = self.call("token_vectors", text, names=("text",), layer=layer)
         if not isinstance(result, (tuple, list)) or len(result) != 2:
@@ -173,7 +173,7 @@ def _own_vectors(op: str, value: object, rows: int, what: str) -> torch.Tensor:
     unlike :meth:`Context._returned` any floating dtype and any device is taken;
     the shape, the dtype's kind and the values are checked.
     """
-    from specformer.wire import WireTensor, describe
+    from specformer.runner.wire import WireTensor, describe
 
     if not isinstance(value, WireTensor) or len(value.shape) != 2 or value.shape[1] < 1:
         raise ImplementationError(f"{op} returned {describe(value)} for {what}, expected a tensor ({rows}, d)")

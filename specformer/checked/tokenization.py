@@ -20,7 +20,7 @@ MAX_ITEMS = 1_000_000
 
 
 def _items(op: str, value: Any, item: type, what: str) -> list[Any]:
-    from specformer.wire import describe
+    from specformer.runner.wire import describe
 
     if not isinstance(value, (list, tuple)):
         raise ImplementationError(f"{op} returned {describe(value)} for {what}, expected a list of {item.__name__}")
@@ -47,7 +47,7 @@ def _pairs(op: str, value: Any, item: type, what: str) -> list[tuple[Any, Any]]:
 
 
 def _log_probabilities(op: str, value: Any, what: str) -> dict[str, float]:
-    from specformer.wire import describe
+    from specformer.runner.wire import describe
 
     if not isinstance(value, dict):
         raise ImplementationError(f"{op} returned {describe(value)} for {what}, expected a dict of str to float")
@@ -129,7 +129,7 @@ class TokenizationCalls(_Base):
         return self._text("detokenize_text", result)
 
     def _text(self, op: str, value: Any) -> str:
-        from specformer.wire import describe
+        from specformer.runner.wire import describe
 
         if type(value) is not str:
             raise ImplementationError(f"{op} returned {describe(value)}, expected a str")

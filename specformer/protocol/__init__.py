@@ -90,8 +90,8 @@ def family_of_operation(name: str) -> str:
 def provided_operations(impl: object) -> frozenset[str]:
     """The operations an implementation provides: callable attributes of that name, narrowed
     to ``capabilities.operations`` when it declares them. A method still marked as a
-    skeleton's (:func:`specformer.skeleton.not_implemented`) is not provided."""
-    from specformer.skeleton import is_skeleton
+    skeleton's (:func:`specformer.runner.skeleton.not_implemented`) is not provided."""
+    from specformer.runner.skeleton import is_skeleton
 
     found = frozenset(name for name, op in OPERATIONS.items()
                       if callable(method := getattr(impl, op.method, None)) and not is_skeleton(method))

@@ -16,7 +16,7 @@ is a tree of JSON values in which containers and tensors are tagged objects
 Requests in the other direction (checker to worker) are pickled, since the checker is
 trusted, with every tensor first replaced by a :class:`PackedTensor` (its raw bytes):
 pickling torch tensors directly costs half a millisecond each. This module does not
-talk to processes; :mod:`specformer.worker` does.
+talk to processes; :mod:`specformer.runner.worker` does.
 """
 
 from __future__ import annotations

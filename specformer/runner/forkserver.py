@@ -26,7 +26,7 @@ own workers only; the checker notices (a closed socket, or no answer within
 :data:`SERVER_ANSWER_S`), kills that server and asks the root for another. Every process
 here dies with its parent (``PR_SET_PDEATHSIG``).
 
-This module does not know what a worker does; :mod:`specformer.worker` does.
+This module does not know what a worker does; :mod:`specformer.runner.worker` does.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def warm_up(flops: bool = True) -> None:
 
     import torch
 
-    import specformer.worker  # noqa: F401
+    import specformer.runner.worker  # noqa: F401
 
     if flops:
         from specformer.flops import count_flops
@@ -166,7 +166,7 @@ def _loop(sock: socket.socket, root: bool) -> None:
                 die_with_parent()
                 code = 0
                 try:
-                    from specformer.worker import main
+                    from specformer.runner.worker import main
 
                     main(fds[0], fds[1], **request["settings"])
                 except BaseException:  # noqa: BLE001 - the worker's own failure, reported by its status
@@ -327,12 +327,12 @@ class ForkServer:
             finally:
                 theirs.close()
             return mine
-        package_root = str(Path(__file__).resolve().parent.parent)
+        package_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
         self._process = subprocess.Popen(
             [sys.executable, "-c",
-             f"from specformer.forkserver import serve; serve({theirs.fileno()}, warm={self._warm!r})"],
+             f"from specformer.runner.forkserver import serve; serve({theirs.fileno()}, warm={self._warm!r})"],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, start_new_session=True, env=env,
         )
         theirs.close()

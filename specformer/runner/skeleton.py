@@ -168,7 +168,7 @@ def skeleton(family: str) -> str:
         "from specformer.protocol import " + ", ".join(
             (["Capabilities"] if hasattr(protocol, "Capabilities") else []) + ["NotApplicable"]),
         *([f"from specformer.protocol.{family} import {', '.join(imports)}"] if imports else []),
-        "from specformer.skeleton import not_implemented",
+        "from specformer.runner.skeleton import not_implemented",
         "",
         *[line for n in imports for line in _fields_comment(module, n) + ["#"]][:-1],
         "",

@@ -47,12 +47,12 @@ else:  # pragma: no cover - Python 3.10
 
 import re
 
-from specformer.runner import CONFORMING_OUTCOMES, MATH, RowResult
+from specformer.runner.row import CONFORMING_OUTCOMES, MATH, RowResult
 
 _WILDCARD = re.compile(r"[*?\[\]]")
 
 #: The deviations of the shipped adapters, applied to built-in implementations only.
-BUILTIN_FILE = Path(__file__).resolve().parent / "adapters" / "deviations.toml"
+BUILTIN_FILE = Path(__file__).resolve().parents[1] / "adapters" / "deviations.toml"
 _MATCH_KEYS = ("claim", "property", "implementation", "device", "dtype")
 _KEYS = frozenset({*_MATCH_KEYS, "reason", "intermittent"})
 

@@ -1,6 +1,6 @@
 """The checker's side of the workers: start, call, time out, kill, restart.
 
-Each implementation runs in its own worker process (:mod:`specformer.worker`), forked
+Each implementation runs in its own worker process (:mod:`specformer.runner.worker`), forked
 from a fork server that has imported torch once. The supervisor sends a request and
 waits for the answer with a deadline it enforces itself, from outside the worker: a
 worker that does not answer in time is killed (with everything it started). A worker
@@ -30,8 +30,8 @@ from typing import Any
 
 from multiprocessing.connection import Connection
 
-from specformer import forkserver, wire
-from specformer.forkserver import ForkServer, ForkServerError
+from specformer.runner import forkserver, wire
+from specformer.runner.forkserver import ForkServer, ForkServerError
 
 #: Bytes of a worker's own output kept to explain a crash.
 OUTPUT_TAIL = 2048

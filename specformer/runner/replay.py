@@ -3,7 +3,7 @@
 The report keeps a failing row's counterexample as text. To debug an implementation one
 wants the very tensors it was called with. :func:`replay` runs the row again (same
 property, implementation, device, dtype, profile and seed, so Hypothesis draws the same
-examples and shrinks them the same way, :mod:`specformer.shrinking` included), records
+examples and shrinks them the same way, :mod:`specformer.runner.shrinking` included), records
 every call the property makes to the implementation, keeps the calls of the failing
 example, and writes them with ``torch.save``. It prints a few lines of Python that load
 the file and call the implementation with those inputs.
@@ -78,7 +78,7 @@ def snippet(path: Path, spec: str, calls: Sequence[Mapping[str, Any]]) -> str:
     args = ", ".join(["*call['args']"] + (["**call['kwargs']"] if last["kwargs"] else []))
     return "\n".join([
         "import torch",
-        "from specformer.loading import load_implementation",
+        "from specformer.runner.loading import load_implementation",
         f"impl = load_implementation({spec!r}).obj",
         f"saved = torch.load({str(path)!r}, weights_only=False)",
         f"call = saved['calls'][-1]  # the last of the failing example's {len(calls)} call(s): {last['method']}",
@@ -90,12 +90,12 @@ def replay(report_path: str, wanted: str, out_dir: str, row_timeout: float = 120
     """Re-run the row, save the failing example's calls, print how to load them (module doc); an exit code."""
     import torch
 
-    from specformer import selection
+    from specformer.runner import selection
     from specformer.context import WorkerBackend
-    from specformer.plugin import bounded_shrinking, describe_failure
+    from specformer.runner.plugin import bounded_shrinking, describe_failure
     from specformer.property import load_properties
-    from specformer.runner import MATH, run_property
-    from specformer.supervisor import WorkerPool, WorkerSettings
+    from specformer.runner.row import MATH, run_property
+    from specformer.runner.supervisor import WorkerPool, WorkerSettings
 
     try:
         report = selection.read_report(report_path)

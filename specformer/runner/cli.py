@@ -17,7 +17,7 @@
 
 ``specformer run ... --shard K/N`` and ``specformer merge A.json B.json ... -o OUT``
     run the K-th of N disjoint parts of the rows, and combine the shards' reports into
-    the report of the whole run (:mod:`specformer.sharding`).
+    the report of the whole run (:mod:`specformer.runner.sharding`).
 
 ``specformer site --report R [--report R2]... -o DIR``
     builds the documentation site of the given reports (:mod:`specformer.site.command`).
@@ -48,19 +48,19 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
-from specformer import selection
+from specformer.runner import selection
 from specformer.adapters import BUILTIN, DEFAULT_IMPLEMENTATIONS
-from specformer.loading import file_target
-from specformer.options import number_problem
+from specformer.runner.loading import file_target
+from specformer.runner.options import number_problem
 
 # Imported where used, so that ``--help`` and ``specformer claims`` answer without
-# importing torch or Hypothesis: specformer.deviations (imports the runner),
+# importing torch or Hypothesis: specformer.report.deviations (imports the runner),
 # specformer.claims (YAML, JSON schema), specformer.property (its modules import torch).
 
 DEFAULT_REPORT = os.path.join("reports", "report.json")
 #: Exit codes of ``specformer run``.
 EXIT_CODES = {"ok": 0, "not as expected": 1, "usage": 2, "incomplete": 3, "nothing selected": 4}
-#: The names of :data:`specformer.profiles.PROFILES`, without importing Hypothesis before
+#: The names of :data:`specformer.runner.profiles.PROFILES`, without importing Hypothesis before
 #: pytest starts (pytest must import it first to rewrite its assertions).
 PROFILE_NAMES = ("quick", "ci", "thorough")
 
@@ -171,7 +171,7 @@ def _cap_jobs(args: argparse.Namespace, rows_file: Path | None) -> None:
     """Lower ``--jobs`` to the number of rows the selection can have (one line says so)."""
     if args.jobs <= 1:
         return
-    from specformer import devices
+    from specformer.runner import devices
     from specformer.property import load_properties
 
     if rows_file is not None:
@@ -203,7 +203,7 @@ def _shard_problem(args: argparse.Namespace) -> str | None:
     """A ``--shard`` that is not ``K/N`` with ``1 <= K <= N``."""
     if args.shard is None:
         return None
-    from specformer.sharding import parse_shard
+    from specformer.runner.sharding import parse_shard
 
     try:
         parse_shard(args.shard)
@@ -214,8 +214,8 @@ def _shard_problem(args: argparse.Namespace) -> str | None:
 
 def _merge(args: argparse.Namespace) -> int:
     """``specformer merge A.json B.json ... -o OUT``: shard reports (or device legs) as one report."""
-    from specformer import sharding
-    from specformer.report import build_report, write_report
+    from specformer.runner import sharding
+    from specformer.report.model import build_report, write_report
 
     reports = []
     for path in args.reports:
@@ -259,7 +259,7 @@ def _path_problem(option: str, value: str) -> str | None:
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with the ``run`` options, checked without importing any implementation."""
-    from specformer import deviations
+    from specformer.report import deviations
 
     for spec in args.impl or []:
         problem = _spec_syntax_problem(spec) or _impl_problem(spec)
@@ -284,7 +284,8 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
 
 def _selection_problem(args: argparse.Namespace) -> str | None:
     """A selection that matches nothing, or CUDA asked for where there is none (imports torch)."""
-    from specformer import deviations, devices
+    from specformer.report import deviations
+    from specformer.runner import devices
     from specformer.claims import load_claims
     from specformer.property import load_properties
 
@@ -366,7 +367,7 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | None) -> int:
-    from specformer import forkserver
+    from specformer.runner import forkserver
 
     # what a worker leaves behind comes back here, to be ended with the run (not what was here before)
     before = frozenset(forkserver.descendants())
@@ -427,7 +428,7 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
         report = _final_report(report_path, before)
         forkserver.become_subreaper(False)
         if args.junit:
-            from specformer.junit import write_junit
+            from specformer.report.junit import write_junit
 
             write_junit(report, Path(args.junit))
     return exit_code(report, status)
@@ -441,12 +442,12 @@ def _final_report(report_path: Path, before: frozenset[int] = frozenset()) -> di
     A run that wrote no final report gets ``None`` (the run is incomplete), and a file
     that claims more is marked interrupted.
     """
-    from specformer import forkserver
-    from specformer.report import write_report
+    from specformer.runner import forkserver
+    from specformer.report.model import write_report
 
     forkserver.shutdown_shared()
     forkserver.end_descendants(exclude=before)
-    plugin = sys.modules.get("specformer.plugin")
+    plugin = sys.modules.get("specformer.runner.plugin")
     reports = getattr(plugin, "FINAL_REPORTS", {})
     key = str(report_path.resolve())
     if key not in reports:  # the run never started its report (a usage error): the file is not ours
@@ -574,7 +575,7 @@ def _add_new_parser(sub: Any) -> None:
 
 def _new(args: argparse.Namespace) -> int:
     """``specformer new FAMILY [-o FILE]``."""
-    from specformer.skeleton import skeleton
+    from specformer.runner.skeleton import skeleton
 
     text = skeleton(args.family)
     if not args.output:
@@ -615,7 +616,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "new":
             return _new(args)
         if args.command == "replay":
-            from specformer.replay import main as replay
+            from specformer.runner.replay import main as replay
 
             return replay(args)
         if args.command == "site":

@@ -4,13 +4,13 @@ Hypothesis shrinks a failing example until no smaller one fails; against an
 implementation in a worker each try is a round trip, and a failing row used to cost ten
 times a passing one. :class:`ShrinkBudget` wraps a property's test function (inside the
 runner's own wrapper) and counts the examples tried after the first failure; past the
-profile's budget (:data:`specformer.profiles.SHRINK_BUDGET`, a multiple of the row's
+profile's budget (:data:`specformer.runner.profiles.SHRINK_BUDGET`, a multiple of the row's
 example count) it stops the row with :class:`ShrinkingCut`, which the runner treats as
 it treats a time limit hit while shrinking: the failure found stands, unshrunk. So a
 failing row costs at most about twice a passing one.
 
 Every failing call's arguments are kept (the last one is the smallest found), so the
-summary can show them as Python (:func:`specformer.summary.render_call`) and
+summary can show them as Python (:func:`specformer.report.summary.render_call`) and
 ``specformer replay`` can save them, whether or not the budget cut the shrinking.
 
 This module counts and records; it decides no outcome.
@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from specformer.runner import RowTimeout
+from specformer.runner.row import RowTimeout
 
 
 class ShrinkingCut(RowTimeout):
@@ -82,7 +82,7 @@ class ShrinkBudget:
 
 def budget_for(profile: str, max_examples: int | None) -> int | None:
     """The number of examples a failing row may try after its first failure under ``profile``."""
-    from specformer.profiles import SHRINK_BUDGET, profile_settings
+    from specformer.runner.profiles import SHRINK_BUDGET, profile_settings
 
     factor = SHRINK_BUDGET.get(profile)
     if factor is None:

@@ -28,8 +28,8 @@ import numpy
 import torch
 
 import specformer
-from specformer import devices
-from specformer.runner import OUTCOMES, RowResult
+from specformer.runner import devices
+from specformer.runner.row import OUTCOMES, RowResult
 
 SCHEMA_NAME = "specformer-report"
 SCHEMA_VERSION = 2

@@ -64,6 +64,6 @@ def min_checked(name: str, max_examples: int | None = None) -> int:
 
 
 #: Profile name -> how many examples a failing row may try after its first failure, as a
-#: multiple of the row's example count (see :mod:`specformer.shrinking`): a failing row then
+#: multiple of the row's example count (see :mod:`specformer.runner.shrinking`): a failing row then
 #: costs at most about twice a passing one.
 SHRINK_BUDGET: dict[str, float] = {"quick": 1.0, "ci": 1.0, "thorough": 0.5}

@@ -14,8 +14,8 @@ made by different versions, profiles or seeds, that disagree about an implementa
 that hold the same row twice, or a sharded set with a shard missing. Rows are ordered by
 their key, so the merged report does not depend on the order of its inputs.
 
-This module runs nothing; :mod:`specformer.plugin` deals the rows and
-:mod:`specformer.cli` reads and writes the files.
+This module runs nothing; :mod:`specformer.runner.plugin` deals the rows and
+:mod:`specformer.runner.cli` reads and writes the files.
 """
 
 from __future__ import annotations

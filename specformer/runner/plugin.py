@@ -4,7 +4,7 @@ Registered through the ``pytest11`` entry point, so ``pytest --pyargs
 specformer.properties --impl torch-sdpa`` works as ``specformer run --impl torch-sdpa``
 does. Files of ``specformer.properties/<family>/`` become one item per property ×
 implementation × device × dtype; each item runs through
-:func:`specformer.runner.run_property`, so a misbehaving implementation produces a row,
+:func:`specformer.runner.row.run_property`, so a misbehaving implementation produces a row,
 never a crashed session. Outside the properties folder the plugin does nothing but add
 its options.
 
@@ -23,10 +23,10 @@ An implementation that provides none of a family's operations gets no rows for t
 family: the report lists the family under the implementation's ``omitted_families``
 and the summary prints one line for it.
 
-Each row is relabelled by the known deviations (:mod:`specformer.deviations`): the
+Each row is relabelled by the known deviations (:mod:`specformer.report.deviations`): the
 files given with ``--deviations``, and the shipped adapters' own file for built-in
 implementations. The summary ends with one block per row not as expected
-(:func:`specformer.summary.failure_block`) and lists ``fixed`` rows, so that their
+(:func:`specformer.report.summary.failure_block`) and lists ``fixed`` rows, so that their
 entries can be pruned.
 """
 
@@ -44,19 +44,20 @@ import pytest
 import torch
 
 import specformer.properties
-from specformer import deviations, devices, forkserver, sharding
+from specformer.report import deviations
+from specformer.runner import devices, forkserver, sharding
 from specformer.adapters import DEFAULT_IMPLEMENTATIONS
 from specformer.context import WorkerBackend
-from specformer.options import number_problem
-from specformer.profiles import PROFILES
+from specformer.runner.options import number_problem
+from specformer.runner.profiles import PROFILES
 from specformer.property import REGISTRY, Property, load_properties, property_modules
 from specformer.protocol import CONVENTIONS, FAMILIES, OPERATIONS, Capabilities, CapabilityError
-from specformer.report import ReportWriter, implementation_entry, naming_problem
-from specformer.runner import MATH, RowResult, run_property
-from specformer.selection import claim_globs, row_selected, topic_selects
-from specformer.shrinking import ShrinkBudget, budget_for
-from specformer.summary import failure_block, render_call, summary_lines
-from specformer.supervisor import DEFAULT_MEMORY_MIB, WorkerPool, WorkerSettings, shutdown
+from specformer.report.model import ReportWriter, implementation_entry, naming_problem
+from specformer.runner.row import MATH, RowResult, run_property
+from specformer.runner.selection import claim_globs, row_selected, topic_selects
+from specformer.runner.shrinking import ShrinkBudget, budget_for
+from specformer.report.summary import failure_block, render_call, summary_lines
+from specformer.runner.supervisor import DEFAULT_MEMORY_MIB, WorkerPool, WorkerSettings, shutdown
 
 PROPERTIES_DIR = Path(specformer.properties.__file__).parent.resolve()
 _STATE = pytest.StashKey["SuiteState"]()
@@ -388,7 +389,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``--shard K/N``: keep the K-th of N parts of the rows (:func:`specformer.sharding.deal`)."""
+    """``--shard K/N``: keep the K-th of N parts of the rows (:func:`specformer.runner.sharding.deal`)."""
     state: SuiteState = config.stash[_STATE]
     text = state.option("specformer_shard") if state.active else None
     if not text:
@@ -433,7 +434,7 @@ class PropertyFile(pytest.File):
 
 @contextmanager
 def bounded_shrinking(prop: Property, profile: str) -> Iterator[ShrinkBudget]:
-    """Run a row with its shrinking bounded (:mod:`specformer.shrinking`); the test is restored after."""
+    """Run a row with its shrinking bounded (:mod:`specformer.runner.shrinking`); the test is restored after."""
     test = prop.function
     inner = test.hypothesis.inner_test
     budget = ShrinkBudget(budget_for(profile, prop.max_examples))

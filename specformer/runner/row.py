@@ -15,7 +15,7 @@ Outcomes (the report's vocabulary):
 ``not-applicable`` the implementation lacks the operation, or no example was in
                    its domain
 ``skipped``        the device is not available here
-``known-deviation`` a row listed in a deviations file (:mod:`specformer.deviations`)
+``known-deviation`` a row listed in a deviations file (:mod:`specformer.report.deviations`)
                    that did not end as expected: counted as expected, with its
                    reason and its original outcome
 ``fixed``          a listed row that ended as expected after all (prune the entry)
@@ -25,7 +25,7 @@ Under a profile that is not derandomized (``thorough``), every row runs from a s
 its own (drawn here, or given with ``--seed``) recorded in the row and in its
 reproduction command, so that the command replays the same examples.
 
-The implementation runs in a worker (:mod:`specformer.supervisor`); the property, its
+The implementation runs in a worker (:mod:`specformer.runner.supervisor`); the property, its
 strategies and its expected values run here. Every failure mode of the implementation
 ends in one of these outcomes; nothing escapes but ``KeyboardInterrupt``. A hang is cut
 by the row's deadline, enforced on every call from outside the worker (and, for rows
@@ -52,9 +52,9 @@ from typing import Any, Iterator
 from hypothesis import Phase, settings
 from hypothesis.errors import FailedHealthCheck, Flaky, Unsatisfiable
 
-from specformer import devices
+from specformer.runner import devices
 from specformer.context import Backend, Context, ImplementationError
-from specformer.profiles import min_checked, profile_settings
+from specformer.runner.profiles import min_checked, profile_settings
 from specformer.property import Property
 from specformer.protocol import Capabilities, NotApplicable
 from specformer.protocol.capabilities import OutsideDeclaration
@@ -63,8 +63,8 @@ from specformer.protocol.capabilities import OutsideDeclaration
 #: applicable, without drawing the hundreds more Hypothesis would try: for a domain that
 #: covers a tenth of the draws, 100 misses in a row happen with probability 3e-5.
 OUT_OF_DOMAIN_LIMIT = 100
-from specformer.summary import readable_counterexample
-from specformer.supervisor import WorkerLost
+from specformer.report.summary import readable_counterexample
+from specformer.runner.supervisor import WorkerLost
 
 OUTCOMES = ("pass", "refuted", "fail", "error", "inconclusive", "not-applicable", "skipped", "known-deviation",
             "fixed")

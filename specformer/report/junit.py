@@ -20,7 +20,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Mapping
 
-from specformer.summary import readable_counterexample, row_label
+from specformer.report.summary import readable_counterexample, row_label
 
 _SKIPPED = ("not-applicable", "skipped")
 # XML 1.0 forbids most control characters; messages from implementations may hold them.

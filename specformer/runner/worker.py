@@ -1,6 +1,6 @@
 """The worker: the only process in which an implementation's code runs.
 
-One worker per implementation, started by :mod:`specformer.supervisor` from a fork
+One worker per implementation, started by :mod:`specformer.runner.supervisor` from a fork
 server that has already imported torch (so a start or a restart takes milliseconds).
 The worker
 
@@ -8,10 +8,10 @@ The worker
   tail), and writes a traceback there if it crashes (``faulthandler``);
 * limits its own memory (``RLIMIT_AS``, or ``RLIMIT_DATA`` where CUDA needs a large
   address space) before it imports the implementation;
-* loads the implementation (:func:`specformer.loading.load_implementation`), then
+* loads the implementation (:func:`specformer.runner.loading.load_implementation`), then
   answers calls: it moves the inputs it received (copies, never the checker's tensors)
   to the device, calls the operation, checks that no input was modified in place, and
-  sends back the result through the plain-data codec of :mod:`specformer.wire`.
+  sends back the result through the plain-data codec of :mod:`specformer.runner.wire`.
 
 Whatever the implementation does here (raise any ``BaseException``, exit, crash, hang,
 patch torch) stays here: the checker computes every expected value and decides every
@@ -35,8 +35,8 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from specformer import wire
-from specformer.loading import ImplementationLoadError, load_implementation
+from specformer.runner import wire
+from specformer.runner.loading import ImplementationLoadError, load_implementation
 from specformer.protocol import CapabilityError, NotApplicable, declared_capabilities, provided_operations
 
 #: Longest message kept from an exception raised by the implementation.
@@ -103,7 +103,7 @@ def to_device(value: Any, device: torch.device, memo: dict[int, Any] | None = No
 
 
 #: Folders whose frames are the harness's or a library's, never the user's code.
-_NOT_USER = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.dirname(torch.__file__) + os.sep)
+_NOT_USER = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep, os.path.dirname(torch.__file__) + os.sep)
 
 
 def _user_frame(frames: traceback.StackSummary) -> traceback.FrameSummary | None:

@@ -138,7 +138,7 @@ def load_implementation(spec: str) -> LoadedImplementation:
                                       f"{exc if isinstance(exc, CapabilityError) else f'{type(exc).__name__}: {exc}'}"
                                       ) from exc
     if not provided_operations(obj):
-        from specformer.skeleton import is_skeleton
+        from specformer.runner.skeleton import is_skeleton
 
         unwritten = sorted(op for op in OPERATIONS if is_skeleton(getattr(obj, op, None)))
         if unwritten:
