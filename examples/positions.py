@@ -16,19 +16,21 @@ from typing import Any
 
 import torch
 
-from specformer.protocol import NotApplicable
+from specformer.protocol import Capabilities
 
 
 class ExamplePositions:
     """Positional encodings as the papers write them."""
 
     name = "example-positions"
+    #: Only the sinusoidal encoding is written here (not the binary one): declared, so the suite never asks for it.
+    capabilities = Capabilities(conventions={"encoding_kind": {"sinusoidal"}})
 
     def positional_encoding(self, kind: str, positions: torch.Tensor, d_model: int, *, dtype: torch.dtype,
                             **params: Any) -> torch.Tensor:
         """``PE(pos, 2i) = sin(pos / base^(2i/d_model))``, ``PE(pos, 2i+1) = cos(...)``; ``(t, d_model)``."""
         if kind != "sinusoidal":
-            raise NotApplicable(f"only sinusoidal encodings, not {kind!r}")
+            raise ValueError(f"only sinusoidal encodings, not {kind!r}")
         base = float(params.get("base", 10000.0))
         pos = positions.to(torch.float64)[:, None]  # (t, 1)
         two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=positions.device)  # (ceil(d/2),)
@@ -50,7 +52,7 @@ class ExamplePositions:
         elif pairing == "half":
             first, second = x[..., : d // 2], x[..., d // 2:]  # (B, t, d/2) each
         else:
-            raise NotApplicable(f"unknown pairing {pairing!r}")
+            raise ValueError(f"unknown pairing {pairing!r}")
         turned_first = first * cos - second * sin
         turned_second = first * sin + second * cos
         if pairing == "interleaved":

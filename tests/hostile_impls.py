@@ -146,6 +146,23 @@ class InDomainThreeTimes:
         return correct_attention(q, k, v, mask, causal)
 
 
+class WeightsThreeTimes:
+    """Correct outputs always; its weights on the first three examples (distinct queries) only, then hidden."""
+
+    name = "weights-three-times"
+
+    def __init__(self):
+        self.seen = set()
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        output, weights = correct_attention(q, k, v, mask, causal)
+        key = (tuple(q.shape), q.detach().cpu().numpy().tobytes())  # a property may call twice per example
+        if key not in self.seen and len(self.seen) >= 3:
+            return output, None  # the protocol allows hiding the weights
+        self.seen.add(key)
+        return output, weights
+
+
 class Noisy:
     """Correct, and prints a megabyte on every call."""
 

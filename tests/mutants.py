@@ -172,6 +172,10 @@ MHA_MASK_FIRST_HEAD = Mutant("mha-mask-first-head-only",
 MHA_SOFTMAX_OVER_QUERIES = Mutant("mha-softmax-over-queries", multihead_attention=multihead_with(softmax_dim=-2))
 MHA_SELF_ONLY = Mutant("mha-ignores-source", multihead_attention=multihead_with(self_only=True))
 MHA_FULL_WIDTH_HEADS = Mutant("mha-full-width-heads", multihead_attention=_full_width_heads)
+#: Wrong: the values are projected from the key sequence (as a module that takes one source would).
+MHA_VALUES_FROM_KEYS = Mutant("mha-values-from-keys",
+                              multihead_attention=lambda query, key, value, params, mask=None:
+                              multihead_with()(query, key, key, params, mask))
 MHA_VALUES_AT_D_MODEL_OVER_H = Mutant("mha-values-split-at-d_model-over-h",
                                       multihead_attention=_values_split_at_d_model_over_h)
 

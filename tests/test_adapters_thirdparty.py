@@ -189,19 +189,33 @@ def test_keys_and_values_from_different_sequences_are_not_applicable(name: str) 
         impl.multihead_attention(query, key, value, _params(4, 2, 2, 2, seed=37))
 
 
+def test_llama_takes_an_odd_head_width_its_config_would_refuse_for_rope() -> None:
+    """LlamaConfig refuses an odd head_dim for RoPE; multihead_attention applies no rotation, so it answers."""
+    impl, x = _implementation("hf-llama"), _randn(1, 3, 5, seed=38)
+    params = _params(5, 1, 5, 5, seed=39)  # head_dim 5: odd
+    torch.testing.assert_close(impl.multihead_attention(x, x, x, params), multi_head_attention(x, x, x, params),
+                               rtol=1e-5, atol=1e-5)  # Llama's softmax runs in float32
+
+
 def test_llama_refuses_what_its_config_refuses() -> None:
     impl, x = _implementation("hf-llama"), _randn(1, 3, 5, seed=38)
-    with pytest.raises(NotApplicable, match="LlamaConfig refuses.*even rotary dimension"):
-        impl.multihead_attention(x, x, x, _params(5, 1, 5, 5, seed=39))  # head_dim 5: odd and above 4
     with pytest.raises(NotApplicable, match="LlamaConfig refuses.*multiple of the number of attention heads"):
         impl.multihead_attention(x, x, x, _params(5, 2, 2, 2, seed=40))
 
 
-def test_llama_cross_attention_with_a_fully_masked_query_row_is_not_applicable() -> None:
-    impl, query, source = _implementation("hf-llama"), _randn(1, 2, 4, seed=41), _randn(1, 3, 4, seed=42)
+def test_llama_cross_attention_spreads_a_fully_masked_query_row_over_the_keys() -> None:
+    """The library's eager mask adds finfo.min: a row with every key masked averages the values of the keys
+    (as over one sequence of keys), never the query positions the adapter puts beside them. In float32:
+    in float64 the library's own softmax (float32) turns finfo(float64).min into -inf and the row into NaN."""
+    impl, query, source = _implementation("hf-llama"), _randn(1, 2, 4, seed=41).float(), _randn(1, 3, 4, seed=42).float()
+    p = _params(4, 2, 2, 2, seed=43)
+    params = MultiHeadParams(p.w_q.float(), p.w_k.float(), p.w_v.float(), p.w_o.float(), 2)
     mask = torch.tensor([[[True, False, True], [False, False, False]]])
-    with pytest.raises(NotApplicable, match="every key masked"):
-        impl.multihead_attention(query, source, source, _params(4, 2, 2, 2, seed=43), mask)
+    out = impl.multihead_attention(query, source, source, params, mask)  # (1, 2, 4)
+    expected = multi_head_attention(query, source, source, params, mask[:, :1])[:, 0]  # row 0: the formula
+    torch.testing.assert_close(out[:, 0], expected)
+    uniform = (source @ params.w_v).mean(dim=1) @ params.w_o  # row 1: every head averages its values
+    torch.testing.assert_close(out[:, 1], uniform)
 
 
 # -- the libraries' own behaviour, left for the suite to see ---------------------------------

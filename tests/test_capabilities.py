@@ -50,6 +50,27 @@ def test_refusing_examples_inside_the_declared_domain_is_an_error() -> None:
     assert "only d_k = 1" in row.message
 
 
+class UndeclaredOnlyOneWideKeys(ReferenceImplementation):
+    """The same refusals with no ``capabilities`` attribute at all: declaring nothing declares everything."""
+
+    name = "undeclared-only-d_k-1"
+    capabilities = None  # the reference's own declaration is not inherited
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        if q.shape[-1] != 1:
+            raise NotApplicable("only d_k = 1")
+        return super().attention(q, k, v, mask, causal=causal)
+
+
+def test_an_undeclared_implementation_owes_an_answer_to_every_example() -> None:
+    """Once 20 examples checked and 73 refused made a pass; now the first refusal is an error."""
+    assert declared_capabilities(UndeclaredOnlyOneWideKeys()) is None
+    row = run_row(FORMULA, UndeclaredOnlyOneWideKeys())
+    assert row.outcome == "error" and not row.as_expected, row
+    assert "refused an example inside its declared domain" in row.message and "only d_k = 1" in row.message
+    assert row.examples_out_of_domain == 0
+
+
 def test_a_dtype_outside_the_declaration_is_not_applicable_without_drawing_examples() -> None:
     row = run_row(FORMULA, Float64Only(), dtype="float32")
     assert row.outcome == "not-applicable"

@@ -39,7 +39,7 @@ def test_refusing_inside_the_declaration_is_an_error(qualname: str) -> None:
 
 def test_the_family_registers_its_conventions() -> None:
     assert FAMILY.conventions is CONVENTIONS or dict(FAMILY.conventions) == CONVENTIONS
-    assert set(CONVENTIONS) == {"separate_key_value", "value_width", "attention_input_rank"}
+    assert set(CONVENTIONS) == {"separate_key_value", "value_width"}
     for convention in CONVENTIONS.values():
         assert convention.doc and len(convention.values) >= 2
 
@@ -47,7 +47,7 @@ def test_the_family_registers_its_conventions() -> None:
 def test_the_shipped_attention_adapters_declare_their_restrictions() -> None:
     mha = declared_capabilities(TorchMultiheadAttention())
     assert mha is not None and not mha.supports("value_width", "free") and mha.supports("value_width", "d_model_over_h")
-    assert not mha.supports("attention_input_rank", 4)
+    assert mha.supports("separate_key_value", True)  # nn.MultiheadAttention takes key and value apart
     assert declared_capabilities(TorchSDPA()) is not None
 
 

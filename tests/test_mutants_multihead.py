@@ -24,6 +24,7 @@ from mutants import (
     MHA_STRIDED_HEADS,
     MHA_STRIDED_SPLIT,
     MHA_VALUES_AT_D_MODEL_OVER_H,
+    MHA_VALUES_FROM_KEYS,
     MHA_W_O_PER_HEAD,
     MHA_W_O_TRANSPOSED,
     SOFTMAX_WRONG_AXIS,
@@ -48,6 +49,7 @@ CROSS = "multihead.cross_attention_output_has_t_q_rows_and_matches_the_formula"
 ONE_HEAD_CROSS = "multihead.one_head_cross_attention_has_a_row_per_target_position"
 SELF = "multihead.self_attention_is_cross_attention_with_the_query_as_source"
 ROWS = "multihead.changing_query_row_i_changes_only_output_row_i"
+KEY_VALUE = "multihead.keys_and_values_from_different_sequences_enter_each_head_apart"
 
 CAUGHT = [
     (CONCAT, MHA_STRIDED_HEADS),
@@ -72,6 +74,7 @@ CAUGHT = [
     (ONE_HEAD_CROSS, SOFTMAX_WRONG_AXIS),
     (SELF, MHA_CAUSAL_WHEN_SELF),
     (ROWS, MHA_SOFTMAX_OVER_QUERIES),
+    (KEY_VALUE, MHA_VALUES_FROM_KEYS),
 ]
 
 
@@ -82,10 +85,20 @@ def test_property_catches_mutant(qualname, mutant):
 
 
 @pytest.mark.parametrize("qualname", [CONCAT, SINGLE, PERMUTATION, HEAD_WIDTH, ANY_D_V, COST, CROSS,
-                                      ONE_HEAD_CROSS, SELF, ROWS])
+                                      ONE_HEAD_CROSS, SELF, ROWS, KEY_VALUE])
 def test_reference_passes(qualname):
     row = run_row(qualname, reference)
     assert row.outcome == "pass", row.message
+
+
+@pytest.mark.parametrize("qualname", [CONCAT, CROSS, SELF])
+def test_only_separate_keys_and_values_catch_values_taken_from_the_keys(qualname):
+    # Every other multi-head property passes the same sequence as key and value.
+    assert run_row(qualname, MHA_VALUES_FROM_KEYS).outcome == "pass"
+
+
+def test_torch_mha_takes_keys_and_values_apart():
+    assert run_row(KEY_VALUE, torch_mha).outcome == "pass"
 
 
 def test_single_head_cannot_tell_sqrt_d_model_from_sqrt_d_k():

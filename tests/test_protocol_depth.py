@@ -50,3 +50,19 @@ def test_about_is_refused_on_a_property_that_calls_an_implementation() -> None:
         @given(st.just(0))
         def unknown(ctx, x) -> None:  # pragma: no cover - never registered
             assert x == 0, "unreachable"
+
+
+def test_every_declared_convention_is_read_by_some_property() -> None:
+    """A convention no property reads would let an implementation declare it with no effect."""
+    import re
+    from pathlib import Path
+
+    import specformer.checked
+    import specformer.properties
+    from specformer.protocol import CONVENTIONS
+
+    folders = (Path(specformer.properties.__file__).parent, Path(specformer.checked.__file__).parent)
+    source = "\n".join(p.read_text() for folder in folders for p in folder.rglob("*.py"))
+    read = set(re.findall(r"(?:choices|require|supports|within)\((?:ctx, )?\"(\w+)\"", source))
+    unread = sorted(set(CONVENTIONS) - read)
+    assert not unread, f"conventions no property reads (choices, require, supports, within): {unread}"

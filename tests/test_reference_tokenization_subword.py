@@ -16,7 +16,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from specformer.protocol import NotApplicable
+from specformer.protocol import Capabilities, NotApplicable
 from specformer.reference.tokenization import sentencepiece as spref
 from specformer.reference.tokenization import unigram
 from specformer.reference.tokenization.wordpiece import wordpiece, words_from_pieces
@@ -28,6 +28,8 @@ class SubwordReference:
     """The reference's ``wordpiece``, ``unigram_segment`` and ``"unigram"`` text tokenizer."""
 
     name = "reference"
+    #: Its text tokenizer is the Unigram one only: declared, so no other kind is asked for.
+    capabilities = Capabilities(conventions={"tokenizer_kind": {"unigram"}})
 
     def wordpiece(self, word: str, vocab: list[str], *, unk: str = "[UNK]", prefix: str = "##",
                   max_chars: int = 100) -> list[str]:

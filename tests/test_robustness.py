@@ -26,6 +26,7 @@ from specformer.runner.supervisor import WorkerPool
 HOSTILE = Path(__file__).resolve().parent / "hostile_impls.py"
 
 FORMULA = "attention.output_matches_the_formula"
+WEIGHTS_SUM = "attention.rows_of_the_weights_sum_to_one"
 
 
 def slide_property() -> Property:
@@ -212,19 +213,27 @@ def test_a_crash_ends_the_row_at_once_and_the_next_row_gets_a_fresh_worker() -> 
     assert pool.starts == 2
 
 
-def test_passing_on_a_few_examples_in_the_domain_is_inconclusive() -> None:
-    from hostile_impls import InDomainThreeTimes
+def test_showing_the_weights_on_a_few_examples_only_is_inconclusive() -> None:
+    from hostile_impls import WeightsThreeTimes
 
-    row = run(InDomainThreeTimes(), FORMULA, timeout_s=120)
+    row = run(WeightsThreeTimes(), WEIGHTS_SUM, timeout_s=120)
     assert row.outcome == "inconclusive" and not row.as_expected, (row.outcome, row.message)
     # three distinct queries; Hypothesis may draw one of them again (with other keys), which checks again
     assert 3 <= row.examples_checked < row.min_checked == 10
-    assert row.examples_out_of_domain > 0 and "three examples" in row.message
+    assert row.examples_out_of_domain > 0 and "does not expose attention weights" in row.message
 
 
-def test_a_row_with_no_example_in_the_domain_stops_early_as_not_applicable() -> None:
+def test_refusing_most_examples_without_a_declaration_is_an_error() -> None:
+    """No declaration declares everything: the first refusal is a failure to answer, not an exemption."""
+    from hostile_impls import InDomainThreeTimes
+
+    row = run(InDomainThreeTimes(), FORMULA, timeout_s=120)
+    assert row.outcome == "error" and not row.as_expected, (row.outcome, row.message)
+    assert "refused an example inside its declared domain" in row.message and "three examples" in row.message
+
+
+def test_a_row_of_refusals_ends_at_the_first_one_as_an_error() -> None:
     from specformer.protocol import NotApplicable
-    from specformer.runner.row import OUT_OF_DOMAIN_LIMIT
 
     class NeverInDomain:
         name = "never-in-domain"
@@ -233,9 +242,9 @@ def test_a_row_with_no_example_in_the_domain_stops_early_as_not_applicable() -> 
             raise NotApplicable("takes nothing")
 
     row = run(NeverInDomain(), FORMULA, timeout_s=120)
-    assert row.outcome == "not-applicable" and row.as_expected, (row.outcome, row.message)
-    assert "takes nothing" in row.message and f"first {OUT_OF_DOMAIN_LIMIT} examples" in row.message
-    assert row.examples_checked == 0 and row.examples_generated < 2 * OUT_OF_DOMAIN_LIMIT  # not the ~460 of a full run
+    assert row.outcome == "error" and not row.as_expected, (row.outcome, row.message)
+    assert "takes nothing" in row.message and "declare the restriction" in row.message
+    assert row.examples_generated < 20  # the first refusal and its shrinking, not the ~100 refusals of before
 
 
 @pytest.mark.parametrize("impl, fragment", [(ReturnsLists(), "list"), (ReturnsAList(), "list")],
@@ -252,9 +261,9 @@ def test_a_missing_operation_is_not_applicable() -> None:
     assert row.examples_generated == 0
 
 
-def test_no_example_in_the_domain_is_not_applicable_with_the_reason() -> None:
+def test_a_refusal_is_an_error_with_the_reason() -> None:
     row = run(NeverInDomain())
-    assert row.outcome == "not-applicable"
+    assert row.outcome == "error"
     assert "t_q = 1000" in row.message
 
 
@@ -419,3 +428,45 @@ def test_a_message_with_a_lone_surrogate_is_reported_not_a_crash(tmp_path: Path)
     messages = [r["message"] for r in report["rows"]]
     assert messages and all("bad text a\\ud800b" in m for m in messages), messages  # escaped, not lost
     assert report["summary"]["complete"] is True
+
+
+def _mutating(op: str, spoil: Any) -> Any:
+    """The reference, with ``op`` answering correctly and then spoiling its first argument in place."""
+    from mutants import Mutant
+
+    from specformer.adapters.reference import implementation as reference
+
+    correct = getattr(reference, op)
+
+    def method(first, *args, **kwargs):
+        answer = correct(first, *args, **kwargs)
+        spoil(first)
+        return answer
+
+    return Mutant(f"spoils-{op}", **{op: method})
+
+
+@pytest.mark.parametrize(("op", "spoil", "named"), [
+    ("skipgram_pairs", lambda ids: ids.reverse(), "ids"),
+    ("cbow_examples", lambda ids: ids.append(0), "ids"),
+    ("glove_cooccurrence", lambda ids: ids.clear(), "ids"),
+    ("unigram_em_step", lambda words: words.update({"spoiled": 1}), "words"),
+    ("unigram_prune", lambda words: words.popitem(), "words"),
+], ids=["skipgram-reverse", "cbow-append", "glove-clear", "em-step-add", "prune-pop"])
+def test_a_list_or_dict_modified_in_place_is_an_error_naming_it(op: str, spoil: Any, named: str) -> None:
+    """The non-tensor inputs (token ids, word counts) are checked after the call as tensors are."""
+    props = sorted((p for p in load_properties().values() if op in p.needs), key=lambda p: len(p.needs))
+    assert props, f"no property needs {op}"
+    row = run(_mutating(op, spoil), props[0].qualname, timeout_s=120)
+    assert row.outcome == "error" and not row.as_expected, (row.outcome, row.message)
+    assert f"modified its input {named} in place" in row.message, row.message
+
+
+def test_an_input_left_as_it_was_is_no_error() -> None:
+    """The reference reads its lists and dicts without changing them: the same rows pass."""
+    from specformer.adapters.reference import implementation as reference
+
+    for op in ("skipgram_pairs", "unigram_em_step"):
+        prop = min((p for p in load_properties().values() if op in p.needs), key=lambda p: len(p.needs))
+        row = run(reference, prop.qualname, timeout_s=120)
+        assert row.outcome in ("pass", "refuted") and row.as_expected, (op, row.outcome, row.message)

@@ -18,7 +18,8 @@ def test_an_implementation_that_refuses_at_random_is_named_not_flaky() -> None:
     row = run_in_worker("WrongAndRefusesAtRandom", FORMULA)
     assert row.outcome == "fail", row.message
     assert "Flaky" not in row.message and "out of tolerance" in row.message, row.message
-    assert "not reproducible" in row.message and "refused it as outside its domain: not today" in row.message
+    assert "not reproducible: when the example was run again" in row.message, row.message
+    assert "refused an example inside its declared domain (raised NotApplicable: not today)" in row.message
 
 
 def test_an_oversized_answer_says_so() -> None:

@@ -37,12 +37,16 @@ def attention_formula_in(dtype: torch.dtype, q: torch.Tensor, k: torch.Tensor, v
 
 def multihead_formula(query: torch.Tensor, source: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor,
                       w_v: torch.Tensor, w_o: torch.Tensor, h: int,
-                      mask: torch.Tensor | None = None) -> torch.Tensor:
-    """``Concat(head_1..head_h) W^O`` computed head by head with explicit column slices."""
+                      mask: torch.Tensor | None = None, value: torch.Tensor | None = None) -> torch.Tensor:
+    """``Concat(head_1..head_h) W^O`` computed head by head with explicit column slices.
+
+    Keys come from ``source``; values from ``value`` when given, else from ``source`` too.
+    """
+    value = source if value is None else value
     d_k, d_v = w_q.shape[1] // h, w_v.shape[1] // h
     heads = []
     for i in range(h):
         cols_k, cols_v = slice(i * d_k, (i + 1) * d_k), slice(i * d_v, (i + 1) * d_v)
-        head, _ = attention_formula(query @ w_q[:, cols_k], source @ w_k[:, cols_k], source @ w_v[:, cols_v], mask)
+        head, _ = attention_formula(query @ w_q[:, cols_k], source @ w_k[:, cols_k], value @ w_v[:, cols_v], mask)
         heads.append(head)  # (B, t_q, d_v)
     return torch.cat(heads, dim=-1) @ w_o  # (B, t_q, h*d_v) @ (h*d_v, d_model)

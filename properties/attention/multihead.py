@@ -396,6 +396,23 @@ def one_head_cross_attention_has_a_row_per_target_position(ctx: Context, case) -
 
 
 @claim_property("multihead.cross-attention", needs=MHA)
+@given(case=cross_cases(), data=st.data())
+def keys_and_values_from_different_sequences_enter_each_head_apart(ctx: Context, case, data) -> None:
+    """``MultiHead(Q, K, V)`` with ``K != V``: head ``i`` scores against ``K W_i^K`` and averages ``V W_i^V``.
+
+    Needs ``separate_key_value`` True: implementations that project keys and values from
+    one sequence (BERT, GPT-2, Llama, x-transformers) declare False and are not asked.
+    """
+    ctx.require("separate_key_value", True)
+    query, key, params = case
+    value = data.draw(sf.tensors(tuple(key.shape)), label="value")  # (B, t_k, d_model), drawn apart from key
+    out = ctx.multihead_attention(query, key, value, params)  # shape checked: (B, t_q, d_model)
+    expected = multihead_formula(query, key, params.w_q, params.w_k, params.w_v, params.w_o, params.h, value=value)
+    ctx.assert_close(out, expected, "MultiHead(Q, K, V) with K != V vs Concat(heads) W^O",
+                     scale=_scale(query, value, params))
+
+
+@claim_property("multihead.cross-attention", needs=MHA)
 @given(case=sf.multihead_cases(self_attention=True))
 @example(case=sf.MultiHeadCase(_CROSS[1], _CROSS[1], _CROSS[2]))
 def self_attention_is_cross_attention_with_the_query_as_source(ctx: Context, case) -> None:

@@ -165,6 +165,7 @@ def the_implementations_input_is_the_token_row_plus_the_position_row(ctx: Contex
 def an_encoding_depends_on_the_position_alone(ctx: Context, positions, d_model, kind) -> None:
     """The same call twice gives identical encodings, and a position's row is the same alone or
     among other positions (no parameters, no randomness, no dependence on ``t``)."""
+    kind = sf.within(ctx, "encoding_kind", kind, ("sinusoidal", "binary"))
     first = ctx.positional_encoding(kind, positions, d_model)
     again = ctx.positional_encoding(kind, positions, d_model)
     assert torch.equal(first, again), f"two identical {kind} calls disagree by {(first - again).abs().max():.3g}"

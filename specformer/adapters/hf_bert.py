@@ -80,7 +80,7 @@ from specformer.adapters.hf_common import (
     square_heads,
     transformers_module,
 )
-from specformer.protocol import NotApplicable
+from specformer.protocol import Capabilities, NotApplicable
 from specformer.protocol.blocks import DECODER_KEYS, ENCODER_KEYS, ModelConfig
 from specformer.reference.attention.attention import AttentionOutput
 from specformer.reference.attention.multihead import MultiHeadParams
@@ -187,6 +187,10 @@ class HuggingFaceBert:
     """BERT's eager attention function, attention module, feed-forward network and layer."""
 
     name = NAME
+    #: BertAttention projects keys and values from one sequence, every head d_model / h wide;
+    #: BertLayer is post-norm; the model is BERT's layout only.
+    capabilities = Capabilities(conventions={"separate_key_value": {False}, "value_width": {"d_model_over_h"},
+                                             "norm_first": {False}, "model_layout": {"bert"}})
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
                   *, causal: bool = False) -> AttentionOutput:

@@ -88,7 +88,7 @@ from specformer.adapters.hf_common import (
     square_heads,
     transformers_module,
 )
-from specformer.protocol import NotApplicable
+from specformer.protocol import Capabilities, NotApplicable
 from specformer.protocol.blocks import DECODER_KEYS, ENCODER_KEYS, ModelConfig
 from specformer.reference.attention.attention import AttentionOutput
 from specformer.reference.attention.multihead import MultiHeadParams
@@ -205,6 +205,11 @@ class HuggingFaceGPT2:
     """GPT-2's eager attention function, attention module, MLP and block."""
 
     name = NAME
+    #: GPT2Attention projects keys and values from one sequence, every head d_model / h wide;
+    #: GPT2Block is pre-norm; the token embedding is added unscaled; the model is GPT-2's layout only.
+    capabilities = Capabilities(conventions={"separate_key_value": {False}, "value_width": {"d_model_over_h"},
+                                             "norm_first": {True}, "embedding_scale": {False},
+                                             "model_layout": {"gpt-2"}})
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
                   *, causal: bool = False) -> AttentionOutput:

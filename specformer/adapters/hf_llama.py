@@ -56,7 +56,7 @@ from specformer.adapters.hf_common import (
     set_linear,
     transformers_module,
 )
-from specformer.protocol import NotApplicable
+from specformer.protocol import Capabilities, NotApplicable
 from specformer.reference.attention.attention import AttentionOutput
 from specformer.reference.attention.masks import causal_mask
 from specformer.reference.attention.multihead import MultiHeadParams
@@ -69,9 +69,18 @@ def _llama() -> Any:
 
 
 def _config(d_model: int, h: int, head_dim: int) -> Any:
-    return eager_config(_llama().LlamaConfig, hidden_size=d_model, num_attention_heads=h, num_key_value_heads=h,
-                        head_dim=head_dim, intermediate_size=4 * d_model, attention_bias=False,
-                        attention_dropout=0.0)
+    """A ``LlamaConfig`` of these sizes with eager attention.
+
+    The config checks, when it is built, that RoPE can rotate pairs of a head's features
+    (an even ``head_dim``). The attention operations here apply RoPE as the identity (cos
+    1, sin 0) and ``rotary`` asks for even widths, so an odd ``head_dim`` is set after the
+    check: ``LlamaAttention`` reads it from the config as it is.
+    """
+    config = eager_config(_llama().LlamaConfig, hidden_size=d_model, num_attention_heads=h, num_key_value_heads=h,
+                          head_dim=head_dim + head_dim % 2, intermediate_size=4 * d_model, attention_bias=False,
+                          attention_dropout=0.0)
+    config.head_dim = head_dim
+    return config
 
 
 @lru_cache(maxsize=1)
@@ -98,6 +107,10 @@ class HuggingFaceLlama:
     """Llama's eager attention function and attention module (rotary embeddings as the identity), and its RoPE."""
 
     name = NAME
+    #: LlamaAttention projects keys and values from one sequence with one head_dim for both;
+    #: rotate_half pairs features (i, i + d/2).
+    capabilities = Capabilities(conventions={"separate_key_value": {False}, "value_width": {"d_model_over_h"},
+                                             "pairing": {"half"}})
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
                   *, causal: bool = False) -> AttentionOutput:
@@ -160,13 +173,14 @@ def _concatenated(query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | N
         allowed = allowed & mask.to(query.device)  # (B|1, t_q|1, t_k) broadcast to (B, t_q, t_k)
     if causal:
         allowed = allowed & causal_mask(t_q, t_k, device=query.device)
-    if not allowed.any(-1).all():
-        raise NotApplicable(f"{NAME}: a query row with every key masked, in cross-attention, which the adapter "
-                            "computes over [query; key] (the row would attend the query positions)")
     full = torch.zeros(b, t_q + t_k, t_q + t_k, dtype=torch.bool, device=query.device)
     full[:, :t_q, t_q:] = allowed  # query rows see the allowed keys only
     full[:, t_q:, t_q:] = True  # key rows see the keys (their output is dropped)
     bias = additive_mask(full, False, b, t_q + t_k, t_q + t_k, query.dtype, query.device, NAME)
+    # The query block holds no keys at all: -inf there, so that a query row whose keys are
+    # all masked spreads its weight over its t_k keys (each at the library's finfo.min), as
+    # the library does over one sequence of keys, and never over the query positions.
+    bias[:, :, :t_q, :t_q] = float("-inf")  # (B, 1, t_q, t_q) of (B, 1, t_q + t_k, t_q + t_k)
     return torch.cat([query, key], dim=1), bias  # (B, t_q + t_k, d_model), (B, 1, t_q + t_k, t_q + t_k)
 
 

@@ -62,8 +62,8 @@ class TorchMultiheadAttention:
     """Attention and multi-head attention through ``torch.nn.MultiheadAttention``."""
 
     name = "torch-mha"
-    #: The module has one width for queries, keys and values (d_k = d_v = d_model / h) and takes (B, t, d).
-    capabilities = Capabilities(conventions={"value_width": {"d_model_over_h"}, "attention_input_rank": {3}})
+    #: The module has one width for queries, keys and values (d_k = d_v = d_model / h).
+    capabilities = Capabilities(conventions={"value_width": {"d_model_over_h"}})
 
     def multihead_attention(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                             params: MultiHeadParams, mask: torch.Tensor | None = None,

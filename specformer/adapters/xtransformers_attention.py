@@ -58,7 +58,7 @@ from typing import Any
 import torch
 
 from specformer.adapters.hf_common import as_one_head, check_inputs, fresh, import_library, same_sequence, set_linear
-from specformer.protocol import NotApplicable
+from specformer.protocol import Capabilities, NotApplicable
 from specformer.reference.attention.attention import AttentionOutput
 from specformer.reference.attention.multihead import MultiHeadParams
 
@@ -92,6 +92,8 @@ class XTransformersAttention:
     """``Attend`` for single-head attention, ``Attention`` for multi-head attention."""
 
     name = NAME
+    #: Attention projects keys and values from one context; its rotate_half pairs (2i, 2i + 1).
+    capabilities = Capabilities(conventions={"separate_key_value": {False}, "pairing": {"interleaved"}})
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
                   *, causal: bool = False) -> AttentionOutput:

@@ -23,7 +23,9 @@ class PositionCalls(_Base):
     """The positions family's operations, as a property calls them."""
 
     def positional_encoding(self, kind: str, positions: torch.Tensor, d_model: int, **params: Any) -> torch.Tensor:
-        """The implementation's encodings ``(t, d_model)`` of ``positions``, as float64."""
+        """The implementation's encodings ``(t, d_model)`` of ``positions``, as float64 (not applicable at once
+        for a kind the implementation declares it does not compute)."""
+        self.require("encoding_kind", kind)
         result = self.call("positional_encoding", kind, positions.to(torch.int64), d_model,
                            names=("kind", "positions", "d_model"), dtype=self.dtype, **params)
         return self._returned("positional_encoding", result, (positions.shape[0], d_model), f"{kind} encodings")

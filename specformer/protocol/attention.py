@@ -99,10 +99,6 @@ CONVENTIONS: dict[str, Convention] = {
         doc="multi-head value width: d_k = d_v = d_model / h only ('d_model_over_h': torch.nn.MultiheadAttention, "
             "the Hugging Face modules), or any d_v ('free')",
     ),
-    "attention_input_rank": Convention(
-        values=(3, 4),
-        doc="tensor rank attention accepts: (B, t, d) only (3: torch.nn.MultiheadAttention) or also (B, h, t, d) (4)",
-    ),
 }
 
 #: The attention family: its operations and conventions, registered in :data:`specformer.protocol.FAMILIES`.

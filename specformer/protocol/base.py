@@ -14,11 +14,15 @@ if TYPE_CHECKING:
 
 
 class NotApplicable(Exception):
-    """Raised by an adapter for inputs it cannot take (a shape, dtype or device).
+    """Raised by an implementation that refuses an input.
 
-    The suite treats the example as outside the implementation's domain. When no
-    example at all is in the domain, the row is reported as *not applicable*, with
-    this exception's message as the reason.
+    Inside the implementation's declared capabilities (and an implementation that declares
+    nothing declares everything) every example is owed an answer: a refusal there ends
+    the row as an ``error`` that quotes this exception's message. A restriction is
+    declared up front instead (:class:`~specformer.protocol.capabilities.Capabilities`:
+    operations, dtypes, devices, conventions), and the suite then never asks for what is
+    outside it. Properties raise it themselves for what cannot be checked here (a library
+    that is not installed, FLOPs the counter cannot see).
     """
 
 

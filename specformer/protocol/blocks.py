@@ -20,9 +20,11 @@ A layer's weights travel as one dictionary of tensors whose keys are :data:`ENCO
 * decoder layers add cross-attention ``wc_q, wc_k, wc_v, wc_o`` and ``bc_q, bc_k, bc_v, bc_o``.
 
 ``activation`` names the feed-forward non-linearity: ``"relu"``, ``"gelu"`` (the exact,
-erf-based GELU) or ``"gelu_tanh"`` (its tanh approximation). An adapter raises
-:class:`~specformer.protocol.base.NotApplicable` for a setting its library does not
-offer (an activation, ``norm_first``, causal self-attention).
+erf-based GELU) or ``"gelu_tanh"`` (its tanh approximation). An adapter declares the
+settings its library offers (the conventions ``activation``, ``norm_first`` and
+``model_layout`` in its capabilities); the suite never asks for the others, and a
+refusal (:class:`~specformer.protocol.base.NotApplicable`) inside the declaration is an
+error.
 
 This module declares the operations only; :mod:`specformer.checked.blocks` calls them and
 checks what they return.
@@ -186,8 +188,8 @@ class ParameterCountImplementation(Protocol):
 
     def count_parameters(self, config: ModelConfig) -> int:
         """Trainable scalars of the model ``config`` describes, each shared tensor counted once
-        (a tied output layer adds nothing). Raise :class:`~specformer.protocol.base.NotApplicable`
-        for a configuration the library cannot build."""
+        (a tied output layer adds nothing). The layouts an adapter's library can build are
+        declared (``model_layout``); every configuration of a declared layout is answered."""
         ...
 
 

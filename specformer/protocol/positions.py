@@ -48,7 +48,8 @@ class PositionalEncodingImplementation(Protocol):
         ``kind="sinusoidal"`` (``params``: ``base``, default 10000):
         ``PE(pos, 2i) = sin(pos / base^(2i/d_model))``, ``PE(pos, 2i+1) = cos(...)``;
         ``kind="binary"``: feature ``i`` is bit ``i`` of ``pos`` (least significant first).
-        Raise :class:`specformer.protocol.NotApplicable` for kinds not provided.
+        An implementation of one kind declares it (``encoding_kind`` in its capabilities):
+        the suite then never asks for the other.
         """
         ...
 
@@ -132,6 +133,8 @@ class InputEmbeddingImplementation(Protocol):
 
 #: The conventions an implementation of the positions family may declare (``Capabilities.conventions``).
 CONVENTIONS: dict[str, Convention] = {
+    "encoding_kind": Convention(("sinusoidal", "binary"), "the fixed encodings positional_encoding computes: "
+                                "sinusoidal (sin and cos at geometric wavelengths) and binary (the bits of the position)"),
     "pairing": Convention(("interleaved", "half"), "which features rotary pairs: (2i, 2i + 1) as in the RoFormer "
                           "paper, or (i, i + d/2) as in GPT-NeoX and Llama's rotate_half"),
     "alibi_causal": Convention((False, True), "whether ALiBi (alibi_bias, alibi_attention) is used without (False) "

@@ -46,8 +46,9 @@ Conventions (:data:`CONVENTIONS`, declared by an adapter in its ``capabilities``
 ``tokenizer_kind``, the kinds ``tokenize_text`` runs (a property that needs another kind
 is not applicable at once); ``lone_surrogates``, whether a ``str`` holding a lone
 surrogate is taken (``False``: the library takes valid Unicode only, and the properties
-draw none for it). Inside what it declares an adapter answers; outside, it may raise
-:class:`~specformer.protocol.base.NotApplicable`, as one without a declaration still may. This module declares the operations only;
+draw none for it). Inside what it declares (everything, without a declaration) an adapter
+answers every example: a refusal (:class:`~specformer.protocol.base.NotApplicable`) there
+is an error. This module declares the operations only;
 :mod:`specformer.checked.tokenization` calls them and checks what they return.
 """
 

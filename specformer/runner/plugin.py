@@ -544,8 +544,7 @@ class PropertyItem(pytest.Item):
                     impl["name"] if impl else MATH, spec, self.device, self.dtype,
                     state.option("specformer_profile"), state.option("specformer_row_timeout"),
                     frozenset(impl["operations"]) if impl else None, seed=seed, shrink=not listed,
-                    capabilities=Capabilities.from_plain(impl["capabilities"]) if impl and impl.get("capabilities")
-                    else None)
+                    capabilities=Capabilities.from_plain(impl.get("capabilities")) if impl else None)
             describe_failure(row, self.prop, budget)
             if printed is not None and not row.as_expected:
                 row.message = printed.append_to(row.message, budget.failing_mark)

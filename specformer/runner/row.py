@@ -195,10 +195,13 @@ def run_property(
     ``seed`` fixes the examples of a profile that is not derandomized (default: a fresh seed).
     ``shrink=False`` reports the first counterexample found, unshrunk (for rows listed as
     known deviations, whose failure is expected: shrinking them is most of their cost).
-    ``capabilities`` is what the implementation declared (None: nothing declared): a row
-    outside it is not applicable at once, and inside it a refused example is an error.
+    ``capabilities`` is what the implementation declared (None, as nothing declared: every
+    operation it has, every dtype, device and convention): a row outside it is not
+    applicable at once, and inside it a refused example is an error.
     """
     seed = row_seed(profile, seed)
+    if backend is not None and capabilities is None:
+        capabilities = Capabilities()  # declaring nothing declares everything: every example is owed an answer
     row = RowResult(prop.claim, prop.qualname, impl_name, device, dtype, prop.expect, "pass", family=prop.family,
                     min_checked=min_checked(profile, prop.max_examples), seed=seed,
                     reproduce=reproduce_command(prop, impl_spec, device, dtype, profile, seed))
@@ -332,6 +335,9 @@ def _flaky_message(exc: BaseException, prop: Property, ctx: Context, backend: Ba
         return failed, (f"{first}(not reproducible: when the example was run again {impl_name} refused it as "
                         f"outside its domain: {ctx.not_applicable[-1]}; an implementation that refuses at random "
                         "cannot be checked)")
+    replayed = [e for e in getattr(exc, "exceptions", ()) if found is None or _first_line(e) != _first_line(found)]
+    if replayed:  # what the replay ended in, e.g. a refusal of the example answered the first time
+        return failed, (f"{first}(not reproducible: when the example was run again: {_first_line(replayed[-1])})")
     return failed, (f"{first}(not reproducible: {impl_name} answered the same example differently when it was run "
                     "again)")
 

@@ -147,7 +147,7 @@ def _capabilities_section(record: dict[str, Any] | None) -> str:
     caps = record.get("capabilities")
     if caps is None:
         return ("## Declared capabilities\n\nNone declared: every protocol operation it has, on every dtype and "
-                "device, under every convention.")
+                "device, under every convention; every example there is owed an answer.")
     if not isinstance(caps, dict):
         return "## Declared capabilities\n\n" + code(plain(caps))
     lines = ["| Declared | Values |", "|---|---|",
