@@ -8,12 +8,15 @@ Outcomes (the report's vocabulary):
 ``fail``           a ``hold`` property found a counterexample, or a
                    ``counterexample`` property found none
 ``error``          the implementation raised, crashed, exited, hung, modified an
-                   input or returned a malformed result
-``inconclusive``   the property passed (or found no counterexample), but fewer
-                   examples than the profile's minimum were inside the
-                   implementation's domain: too little was checked to say
-``not-applicable`` the implementation lacks the operation, or no example was in
-                   its domain
+                   input, refused an example inside its declared capabilities, or
+                   returned a malformed result
+``inconclusive``   the property passed (or found no counterexample), but the
+                   implementation hid what it needs (attention weights) on so many
+                   examples that fewer than the profile's minimum were checked
+``not-applicable`` the implementation lacks the operation, the row's dtype, device
+                   or a convention it needs is outside its declaration, or the
+                   property cannot check it here (a library that is not
+                   installed, FLOPs the counter cannot see)
 ``skipped``        the device is not available here
 ``known-deviation`` a row listed in a deviations file (:mod:`specformer.report.deviations`)
                    that did not end as expected: counted as expected, with its
@@ -33,7 +36,7 @@ that call no implementation, by ``SIGALRM`` in the main thread).
 
 A row counts the examples Hypothesis *generated* (calls of the property, shrinking
 included), those *checked* (the property ran to its verdict) and those *out of domain*
-(the implementation raised ``NotApplicable`` or hid what the property needs).
+(the implementation hid what the property needs, such as its attention weights).
 """
 
 from __future__ import annotations
