@@ -181,7 +181,11 @@ def test_navigation_lists_the_families_in_the_order_a_transformer_works(browser,
 def test_offline_search_finds_softmax(browser, servers, build):
     page = open_page(browser, servers[build], 1280)
     page.locator(".md-search__input").click()
-    page.locator(".md-search__input").fill("softmax")
+    # typed as a reader types, once the index is ready: a query set in one go (fill) while the
+    # search worker still loads its index is dropped, and the results never come
+    page.wait_for_function("() => { const m = document.querySelector('.md-search-result__meta');"
+                           " return m && !/initializ/i.test(m.textContent); }", timeout=60_000)
+    page.locator(".md-search__input").press_sequentially("softmax", delay=20)
     page.wait_for_selector(".md-search-result__item", timeout=60_000)
     assert page.locator(".md-search-result__item").count() > 0
     assert "softmax" in page.locator(".md-search-result").inner_text().lower()
