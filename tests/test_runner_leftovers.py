@@ -226,3 +226,46 @@ def test_jobs_above_the_number_of_rows_are_capped_in_one_line(tmp_path: Path) ->
     assert done.returncode == 0, done.stdout + done.stderr
     assert "--jobs 100000 capped at 1, the number of rows selected" in done.stdout
     assert len(json.loads((tmp_path / "R.json").read_text())["rows"]) == 1
+
+
+def test_a_worker_found_gone_with_its_fork_server_says_both() -> None:
+    """Its implementation's fork server killed between two calls (by the implementation, or by the
+    checker after the server stopped answering): the next request names both, not a silent worker."""
+    import signal
+
+    from specformer.runner.supervisor import WorkerLost, WorkerPool, fork_server, shutdown
+
+    pool = WorkerPool()
+    try:
+        answer = pool.load("reference", 120)
+        assert answer["status"] == "loaded", answer
+        worker = pool.worker("reference", time.monotonic() + 60)
+        request = {"op": "call", "method": "score", "args": ("dot", _tensor(), _tensor()), "kwargs": {},
+                   "names": ("kind", "q", "k")}
+        assert worker.request(request, "calling score", time.monotonic() + 60)["status"] == "ok"
+        os.kill(fork_server("reference").pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _alive(worker.pid):
+            time.sleep(0.05)  # the worker dies with its server (PR_SET_PDEATHSIG)
+        with pytest.raises(WorkerLost, match="gone before the request, and so was .* fork server"):
+            worker.request(request, "calling score", time.monotonic() + 60)
+        fresh = pool.worker("reference", time.monotonic() + 60)  # the next row gets a fresh worker and server
+        assert fresh.request(request, "calling score", time.monotonic() + 60)["status"] == "ok"
+    finally:
+        for spec in ("reference",):
+            pool.discard(spec)
+        shutdown()
+
+
+def _tensor() -> Any:
+    import torch
+
+    return torch.ones(1, 2, 3, dtype=torch.float64)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")

@@ -248,7 +248,12 @@ class Worker:
             self._conn.send_bytes(pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL))
         except (OSError, ValueError):
             self._reap()
-            raise self._lost(what, f"the worker {death(self._exitcode)} before the request") from None
+            how = f"the worker {death(self._exitcode)} before the request"
+            if self._server_lost:
+                how = ("the worker was gone before the request, and so was the process that forked it, its "
+                       "implementation's fork server (killed by the implementation, or by the checker after the "
+                       "server stopped answering)")
+            raise self._lost(what, how) from None
         return self._receive(what, deadline, self._next_id)
 
 
