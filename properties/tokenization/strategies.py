@@ -19,7 +19,7 @@ AWKWARD = (
     "e\u0301", "\u00e9", "n\u0303o", "\U0001F600", "\U0001F468\u200D\U0001F469\u200D\U0001F467", "\u200D",
     "\u200B", "\U0001D11E", "\u03b1\u03b2\u03b3", "\u043f\u0440\u0438\u0432\u0435\u0442", "\u6f22\u5b57",
     "\u0645\u0631\u062d\u0628\u0627", "  ", "\t", "\n\n", "\u00a0", "\u3000", "\r\n", "\x00", "\x7f", "\ufeff",
-    "don't", "U.S.A.", "$3.50", "e-mail", "\U0001F1FA\U0001F1F8",
+    "don't", "U.S.A.", "$3.50", "e-mail", "\U0001F1FA\U0001F1F8", '"quoted"',
 )
 
 _ENGLISH = ("the", "cat", "sat", "on", "mat", "token", "ization", "low", "lower", "newest", "widest", " ", ".", ",")
