@@ -50,16 +50,11 @@ def test_refusing_examples_inside_the_declared_domain_is_an_error() -> None:
     assert "only d_k = 1" in row.message
 
 
-class UndeclaredOnlyOneWideKeys(ReferenceImplementation):
-    """The same refusals with no ``capabilities`` attribute at all: declaring nothing declares everything."""
+class UndeclaredOnlyOneWideKeys(OnlyOneWideKeys):
+    """The same refusals with no declaration at all: declaring nothing declares everything."""
 
     name = "undeclared-only-d_k-1"
-    capabilities = None  # the reference's own declaration is not inherited
-
-    def attention(self, q, k, v, mask=None, *, causal=False):
-        if q.shape[-1] != 1:
-            raise NotApplicable("only d_k = 1")
-        return super().attention(q, k, v, mask, causal=causal)
+    capabilities = None  # neither its parent's nor the reference's declaration
 
 
 def test_an_undeclared_implementation_owes_an_answer_to_every_example() -> None:

@@ -245,7 +245,7 @@ def test_a_worker_found_gone_with_its_fork_server_says_both() -> None:
         assert worker.request(request, "calling score", time.monotonic() + 60)["status"] == "ok"
         os.kill(fork_server("reference").pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and _alive(worker.pid):
+        while time.monotonic() < deadline and alive(worker.pid):
             time.sleep(0.05)  # the worker dies with its server (PR_SET_PDEATHSIG)
         with pytest.raises(WorkerLost, match="gone before the request, and so was .* fork server"):
             worker.request(request, "calling score", time.monotonic() + 60)
@@ -261,11 +261,3 @@ def _tensor() -> Any:
     import torch
 
     return torch.ones(1, 2, 3, dtype=torch.float64)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
