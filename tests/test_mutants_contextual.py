@@ -170,3 +170,16 @@ def test_the_reference_model_rejects_bad_input() -> None:
         model.token_vectors("a bank", 3)
     with pytest.raises(TypeError, match="str"):
         model.token_vectors(b"a bank")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_identical_vectors_never_separate_senses_whatever_the_last_bit(seed: int) -> None:
+    """Twelve copies of one unit vector, each moved in its last bits (as another BLAS code path rounds
+    them), separate no sense: the count does not rest on a tie of two equal means."""
+    generator = torch.Generator().manual_seed(seed)
+    row = torch.nn.functional.normalize(torch.randn(384, generator=generator, dtype=torch.float64), dim=0)
+    jitter = torch.randn(12, 384, generator=generator, dtype=torch.float64) * 1e-16
+    assert contextual.sense_separation(row + jitter)[0] == 0
+    # two clearly different senses are still found
+    other = torch.nn.functional.normalize(torch.randn(384, generator=generator, dtype=torch.float64), dim=0)
+    assert contextual.sense_separation(torch.cat([row.expand(6, -1), other.expand(6, -1)]))[0] == 12
