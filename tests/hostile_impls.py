@@ -183,6 +183,74 @@ class EatsMemory:
         return hog, None
 
 
+class ReservesAddressSpace:
+    """Reserves 16 GiB of address space without touching it (as the CUDA build of torch and OpenBLAS
+    do, far more than the run's memory limit), then answers correctly: it must pass."""
+
+    name = "reserves-address-space"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        import mmap
+
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", 0)
+        self.reserved = mmap.mmap(-1, 16 * 1024**3, flags=flags)
+        return correct_attention(q, k, v, mask, causal)
+
+
+class TouchesTooMuch:
+    """Fills 3 GiB, more than the 2,048 MiB the isolation test allows, and holds it."""
+
+    name = "touches-too-much"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        hog = torch.ones(3 * 1024**3 // 8, dtype=torch.float64)
+        time.sleep(5)
+        return correct_attention(q, k, v, mask, causal) if hog[-1] == 1 else None
+
+
+class LosesItsDevice:
+    """Raises what a CUDA device-side assert raises, once per process: after such an error the process's
+    CUDA context is lost, so the worker must not be asked again (a second call in the same process
+    returns a wrong answer, which a reused worker would be blamed for)."""
+
+    name = "loses-its-device"
+    lost = False
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        if type(self).lost:
+            return torch.zeros_like(q), None
+        type(self).lost = True
+        raise RuntimeError("CUDA error: device-side assert triggered\nCUDA kernel errors might be "
+                           "asynchronously reported at some other API call")
+
+
+class CountsItsThreads:
+    """Starts every thread pool it can reach (torch's OpenMP pool, numpy's OpenBLAS, tokenizers' rayon),
+    then answers correctly, after writing how many threads its process has to the file named by
+    ``SPECFORMER_TEST_THREADS_FILE`` (one line per call)."""
+
+    name = "counts-its-threads"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        import numpy as np
+
+        big = torch.ones(512, 512, dtype=torch.float64)
+        (big @ big).sum()
+        (big.exp() + big.sin()).sum()  # elementwise work parallel over OpenMP
+        np.ones((512, 512)) @ np.ones((512, 512))
+        try:
+            from tokenizers import Tokenizer, models, pre_tokenizers
+
+            tokenizer = Tokenizer(models.WordLevel({"a": 0, "[UNK]": 1}, unk_token="[UNK]"))
+            tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+            tokenizer.encode_batch(["a b a"] * 2000)
+        except ImportError:
+            pass
+        with open(os.environ["SPECFORMER_TEST_THREADS_FILE"], "a", encoding="utf-8") as out:
+            out.write(f"{len(os.listdir('/proc/self/task'))}\n")
+        return correct_attention(q, k, v, mask, causal)
+
+
 # -- against the runner itself: its fork servers, its channel, its report ------------------
 
 

@@ -25,7 +25,8 @@ HOSTILE = Path(__file__).resolve().parent / "hostile_impls.py"
 PROPERTY = "attention.output_matches_the_formula"
 ROW_TIMEOUT = 10.0
 CLASSES = ["Segfaults", "ExitsZero", "ModifiesInputs", "PatchesTorch", "ReturnsALyingTensor", "BlocksTheAlarm",
-           "Spins", "RaisesABaseException", "Noisy", "EatsMemory"]
+           "Spins", "RaisesABaseException", "Noisy", "EatsMemory", "ReservesAddressSpace", "TouchesTooMuch",
+           "LosesItsDevice"]
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +128,26 @@ def test_memory_exhaustion_is_an_error(run: dict[str, Any]) -> None:
     row = only_row(run, "eats-memory")
     assert row["outcome"] == "error", row
     assert any(word in row["message"] for word in ("memory", "MemoryError", "SIGKILL")), row["message"]
+
+
+def test_reserved_address_space_is_not_memory_used(run: dict[str, Any]) -> None:
+    """16 GiB reserved and never touched, against a limit of 2,048 MiB: the limit is on what a worker
+    uses, so a library that maps large ranges (the CUDA build of torch, OpenBLAS) is not failed."""
+    row = only_row(run, "reserves-address-space")
+    assert row["outcome"] == "pass", row["message"]
+
+
+def test_memory_touched_past_the_limit_is_the_implementations_error(run: dict[str, Any]) -> None:
+    row = only_row(run, "touches-too-much")
+    assert row["outcome"] == "error", row
+    assert "more than the limit of 2048 MiB" in row["message"] and "--memory-limit" in row["message"], row["message"]
+
+
+def test_a_lost_device_is_an_error_and_the_worker_is_not_asked_again(run: dict[str, Any]) -> None:
+    row = only_row(run, "loses-its-device")
+    assert row["outcome"] == "error", row
+    assert "device-side assert" in row["message"] and "restarted" in row["message"], row["message"]
+    assert "in place" not in row["message"], row["message"]
 
 
 def test_an_exit_while_importing_is_a_load_error_without_rows(run: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from torch import nn
 
 from specformer.context import Context
 from specformer.property import claim_property
+from specformer.protocol import NotApplicable
 
 from . import strategies as sf
 from .sinusoidal import encoding
@@ -341,8 +342,6 @@ def gpt2_holds_a_learned_table_and_llama_rotary_embeddings(ctx: Context, _) -> N
     """``GPT2Model()`` holds ``wpe``, an ``nn.Embedding(n_positions, n_embd)``; ``LlamaModel()`` holds no
     position parameter and a rotary module with ``inv_freq = rope_theta^(-2i/d)`` (both on the meta device)."""
     transformers = pytest_free_import("transformers")
-    if transformers is None:
-        return
     with torch.device("meta"):
         gpt2 = transformers.GPT2Model(transformers.GPT2Config(bos_token_id=None, eos_token_id=None))
         config = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=1,
@@ -365,11 +364,14 @@ def gpt2_holds_a_learned_table_and_llama_rotary_embeddings(ctx: Context, _) -> N
     assert torch.allclose(fresh.inv_freq.double(), expected, rtol=1e-6), f"inv_freq {fresh.inv_freq.tolist()}"
 
 
-def pytest_free_import(name: str):  # noqa: ANN201 - a module or None
-    """The module ``name`` if it is installed, else None (the property then checks nothing)."""
+def pytest_free_import(name: str):  # noqa: ANN201 - a module
+    """The module ``name``; where it is not installed the row is not applicable, naming the package and
+    the extra that brings it (it never passes having checked nothing)."""
     import importlib
+
+    from specformer.optional import missing_message
 
     try:
         return importlib.import_module(name)
-    except ImportError:
-        return None
+    except ModuleNotFoundError as exc:
+        raise NotApplicable(missing_message(exc.name) or str(exc)) from None

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from specformer.context import Context
 from specformer.property import claim_property
+from specformer.optional import missing_message
 from specformer.protocol import NotApplicable
 from specformer.reference.tokenization.training import training_text
 
@@ -47,7 +48,7 @@ def _nltk() -> Any:
     try:
         from nltk.tokenize import TreebankWordTokenizer
     except ImportError as exc:
-        raise NotApplicable(f"NLTK is not installed ({exc})") from None
+        raise NotApplicable(missing_message(exc.name) or f"NLTK is not installed ({exc})") from None
     return TreebankWordTokenizer()
 
 
@@ -56,7 +57,7 @@ def _spacy(language: str = "en") -> Any:
     try:
         import spacy
     except ImportError as exc:
-        raise NotApplicable(f"spaCy is not installed ({exc})") from None
+        raise NotApplicable(missing_message(exc.name) or f"spaCy is not installed ({exc})") from None
     return spacy.blank(language)
 
 

@@ -367,6 +367,14 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | None) -> int:
+    from specformer.runner import environment
+
+    # before the fork server starts and before pytest: every thread pool pinned, our plugins only
+    with environment.owned(args.threads, args.jobs):
+        return _run_pytest_owned(args, extra, rows_file)
+
+
+def _run_pytest_owned(args: argparse.Namespace, extra: list[str], rows_file: Path | None) -> int:
     from specformer.runner import forkserver
 
     # what a worker leaves behind comes back here, to be ended with the run (not what was here before)
@@ -393,8 +401,10 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
                    # this command imported specformer before pytest could rewrite its asserts;
                    # nothing is lost: every assertion of the properties carries its own message
                    "-W", "ignore::pytest.PytestAssertRewriteWarning",
-                   # one summary, specformer's: pytest's own sections and its count line are left out
-                   "-v" if args.verbose else "-qq", "--no-summary", "--no-header", "--tb=no",
+                   # one summary, specformer's: pytest's own sections (-rN: no short summary; no tracebacks;
+                   # no warnings section) and, at -qq, its count line are left out. Not --no-summary: before
+                   # pytest 9.2 it also skipped every plugin's terminal summary, specformer's with them
+                   "-v" if args.verbose else "-qq", "-rN", "--disable-warnings", "--no-header", "--tb=no",
                    # the properties' assertions carry their own messages; pytest's rewriting adds
                    # "+ where <built-in method ...>" lines to them
                    "--assert=plain",
@@ -405,8 +415,6 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
         # the plugin's scheduler sends an implementation's rows to one job (see
         # plugin.pytest_xdist_make_scheduler); "load" is the fallback it keeps for small runs
         pytest_args += ["-n", str(args.jobs), "--dist", "load"]
-    else:
-        pytest_args += ["-p", "no:xdist"]
     for flag, values in (("--impl", impls), ("--claims", args.claims), ("--property", args.property),
                          ("--dtype", args.dtype), ("--topic", args.topic), ("--deviations", args.deviations),
                          ("--seed", None if args.seed is None else [str(args.seed)]),
@@ -522,11 +530,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--report", default=DEFAULT_REPORT, metavar="PATH", help=f"default: {DEFAULT_REPORT}")
     run.add_argument("--row-timeout", type=float, default=120.0, metavar="SECONDS")
     run.add_argument("--threads", type=int, default=1, metavar="N",
-                     help="torch threads, in the checker and in each worker (default: 1)")
+                     help="threads of every pool (torch, OpenMP, MKL, OpenBLAS, rayon), in the checker and in "
+                          "each worker (default: 1)")
     run.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
                      help="rows run in N processes at once (pytest-xdist; default: 1)")
     run.add_argument("--memory-limit", type=int, default=4096, metavar="MIB",
-                     help="memory limit of each implementation's worker, in MiB; 0 for none (default: 4096)")
+                     help="memory limit of each implementation's worker, in MiB of memory it really uses "
+                          "(resident; reserved address space does not count); 0 for none (default: 4096)")
     run.add_argument("--with-math", action="store_true",
                      help="with --impl: also run the rows that call no implementation (they run once, in the "
                           "suite's own run without --impl)")

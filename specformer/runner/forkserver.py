@@ -116,6 +116,12 @@ def warm_up(flops: bool = True) -> None:
 
     import specformer.runner.worker  # noqa: F401
 
+    # the inter-op pool can be sized only before its first use: here, once, for every worker (the
+    # run's --threads, which the runner put into OMP_NUM_THREADS with every other pool's size)
+    try:
+        torch.set_num_interop_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
+    except (RuntimeError, ValueError):
+        pass
     if flops:
         from specformer.flops import count_flops
 

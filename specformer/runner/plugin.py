@@ -45,7 +45,7 @@ import torch
 
 import specformer.properties
 from specformer.report import deviations
-from specformer.runner import devices, forkserver, sharding
+from specformer.runner import devices, environment, forkserver, sharding
 from specformer.adapters import DEFAULT_IMPLEMENTATIONS
 from specformer.context import WorkerBackend
 from specformer.runner.options import number_problem
@@ -79,6 +79,8 @@ class SuiteState:
         self._threads: int | None = None
         self._deviations: tuple[list[deviations.Deviation], list[deviations.Deviation]] | None = None
         self._selectors: list[dict[str, Any]] | None | bool = False
+        #: the thread variables as they were before the run pinned them (restored at the end)
+        self.environment: dict[str, str | None] | None = None
 
     @property
     def row_selectors(self) -> list[dict[str, Any]] | None:
@@ -151,7 +153,6 @@ class SuiteState:
     def pool(self) -> WorkerPool:
         """This process's workers, one per implementation."""
         if self._pool is None:
-            cuda = "cuda" in devices.requested_devices(self.option("specformer_device"))
             memory = self.option("specformer_memory_limit")
             # A checker and its worker take turns: polling instead of sleeping saves the cost of
             # waking a sleeping process, but only while every pair has two cores to itself.
@@ -159,7 +160,7 @@ class SuiteState:
             spin_s = 0.0005 if 2 * checkers <= (os.cpu_count() or 1) else 0.0
             spin_s = float(os.environ.get("SPECFORMER_SPIN_S", spin_s))  # for benchmarks/isolation_time.py
             self._pool = WorkerPool(WorkerSettings(threads=self.option("specformer_threads"), memory_mib=memory or None,
-                                                   memory_kind="data" if cuda else "as", spin_s=spin_s))
+                                                   spin_s=spin_s))
         return self._pool
 
     def close(self) -> None:
@@ -293,14 +294,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--report", dest="specformer_report", default=None, metavar="PATH",
                     help="write the JSON report to PATH")
     group.addoption("--threads", dest="specformer_threads", type=int, default=1, metavar="N",
-                    help="torch intra-op threads, here and in each worker; the suite's tensors are tiny, and "
-                         "thread start-up costs more than it saves (default: 1)")
+                    help="threads of every pool (torch's, OpenMP, MKL, OpenBLAS, rayon), here and in each worker; "
+                         "the suite's tensors are tiny, and thread start-up costs more than it saves (default: 1)")
     group.addoption("--row-timeout", dest="specformer_row_timeout", type=float, default=120.0, metavar="SECONDS",
                     help="time limit of one row, and of loading an implementation; a worker past it is killed "
                          "and the row is an error (default: 120)")
     group.addoption("--memory-limit", dest="specformer_memory_limit", type=int, default=DEFAULT_MEMORY_MIB,
-                    metavar="MIB", help="memory limit of each implementation's worker in MiB: its address space "
-                                        "on CPU runs, its data segment when CUDA is requested; 0 for none "
+                    metavar="MIB", help="memory limit of each implementation's worker in MiB: the memory it "
+                                        "really uses (resident), not address space it only reserves; 0 for none "
                                         f"(default: {DEFAULT_MEMORY_MIB})")
 
 
@@ -314,6 +315,9 @@ def pytest_configure(config: pytest.Config) -> None:
                              config.getoption("specformer_threads"), seed=config.getoption("specformer_seed"))
     if problem:
         raise pytest.UsageError(problem)
+    # every thread pool of the fork server and its workers pinned before the server starts (the
+    # command has set these already; a plain ``pytest --pyargs specformer.properties`` has not)
+    state.environment = environment.apply(environment.thread_variables(config.getoption("specformer_threads")))
     if state.is_xdist_worker:
         forkserver.shared().launch()  # its imports overlap this process's collection
     state.deviations_for("")  # a malformed deviations file is a usage error before anything runs
@@ -637,6 +641,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state: SuiteState = config.stash[_STATE]
     state.close()
     shutdown()
+    if state.environment is not None:
+        environment.apply(state.environment)
+        state.environment = None
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

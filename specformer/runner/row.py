@@ -59,6 +59,7 @@ from specformer.runner import devices
 from specformer.context import Backend, Context, ImplementationError
 from specformer.runner.profiles import min_checked, profile_settings
 from specformer.property import Property
+from specformer.optional import missing_message
 from specformer.protocol import Capabilities, NotApplicable
 from specformer.protocol.capabilities import OutsideDeclaration
 
@@ -286,6 +287,10 @@ def run_property(
         row.outcome, row.message = "error", f"Hypothesis health check failed: {exc}"
     except Flaky as exc:  # the same example did not end the same way twice: say what differed
         row.outcome, row.message = _flaky_message(exc, prop, ctx, backend, impl_name, first_failure, deadline)
+    except ModuleNotFoundError as exc:  # an optional library that is not installed: not applicable
+        missing = missing_message(exc.name)
+        row.outcome = "not-applicable" if missing else "error"
+        row.message = missing or f"property raised {type(exc).__name__}: {exc}"
     except BaseException as exc:  # noqa: BLE001 - a bug in the property or the harness: still one clear row
         row.outcome = "error"
         row.message = f"property raised {type(exc).__name__}: {exc}"

@@ -12,6 +12,14 @@ the next request starts a fresh worker.
 The worker's standard output and error are drained by a thread that keeps only the
 last :data:`OUTPUT_TAIL` bytes, shown when the worker crashes.
 
+The memory limit is enforced here too, on what the worker really uses: while the
+supervisor waits for an answer it reads the worker's resident anonymous memory
+(``RssAnon`` in ``/proc/PID/status``) every :data:`WATCH_S` seconds and kills a worker
+above the limit. Address space that is only reserved (the CUDA build of torch maps
+gigabytes at start, OpenBLAS reserves a buffer per thread) does not count, so no
+``RLIMIT_AS`` fails a library that maps large ranges without using them. Where ``/proc``
+is missing (not Linux) the limit is not enforced.
+
 This module does not interpret answers beyond their envelope; :mod:`specformer.context`
 checks results and decides what an answer means for a property.
 """
@@ -39,6 +47,9 @@ OUTPUT_TAIL = 2048
 MAX_ANSWER = 256 * 1024 * 1024
 #: Default memory limit of a worker, in MiB.
 DEFAULT_MEMORY_MIB = 4096
+#: How often a waiting supervisor reads its worker's memory, in seconds: memory touched at a few
+#: GB/s overshoots the limit by at most a few hundred MiB before the worker is killed.
+WATCH_S = 0.02
 
 class WorkerLost(BaseException):
     """The worker crashed, exited, hung past its deadline or answered nonsense."""
@@ -46,11 +57,10 @@ class WorkerLost(BaseException):
 
 @dataclass(frozen=True)
 class WorkerSettings:
-    """How workers are started: torch threads and memory limit (MiB; ``None``: none)."""
+    """How workers are started: torch threads and memory limit (resident MiB; ``None``: none)."""
 
     threads: int = 1
     memory_mib: int | None = DEFAULT_MEMORY_MIB
-    memory_kind: str = "as"  # "as": RLIMIT_AS; "data": RLIMIT_DATA (runs that use CUDA)
     spin_s: float = 0.0  # how long each side polls before it sleeps (the plugin sets it when cores allow)
 
 
@@ -119,10 +129,10 @@ class Worker:
         self._server_lost = False
         self._dead = False
         self._spin_s = settings.spin_s
+        self._memory_mib = settings.memory_mib
         try:
             self.pid = self._server.start_worker(theirs.fileno(), out_w, {
-                "spec": spec, "threads": settings.threads, "memory_mib": settings.memory_mib,
-                "memory_kind": settings.memory_kind, "spin_s": settings.spin_s})
+                "spec": spec, "threads": settings.threads, "spin_s": settings.spin_s})
         except ForkServerError as exc:
             raise WorkerLost(str(exc)) from None
         finally:
@@ -180,10 +190,38 @@ class Worker:
         self.kill()
         return WorkerLost(f"{how} while {what}{self._output.text()}")
 
+    def resident_mib(self) -> float | None:
+        """The worker's resident anonymous memory in MiB (``None`` where ``/proc`` cannot tell)."""
+        try:
+            with open(f"/proc/{self.pid}/status", "rb") as status:
+                for line in status:
+                    if line.startswith(b"RssAnon:"):
+                        return int(line.split()[1]) / 1024
+        except (OSError, ValueError, IndexError):
+            return None
+        return None
+
+    def _wait(self, what: str, deadline: float) -> bool:
+        """Wait for the worker's answer until ``deadline``, watching its memory; whether it came."""
+        if self._spin():
+            return True
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            watch = self._memory_mib is not None
+            if self._poller.poll(max(1, int((min(remaining, WATCH_S) if watch else remaining) * 1000))):
+                return True
+            used = self.resident_mib() if watch else None
+            if used is not None and self._memory_mib is not None and used > self._memory_mib:
+                raise self._lost(what, f"the worker used {used:.0f} MiB of memory, more than the limit of "
+                                       f"{self._memory_mib} MiB (--memory-limit; address space it only reserves "
+                                       "does not count), and was killed")
+
     def _receive(self, what: str, deadline: float, expected_id: int | None = None) -> dict[str, Any]:
         remaining = deadline - time.monotonic()
         try:
-            ready = remaining > 0 and (self._spin() or bool(self._poller.poll(max(1, int(remaining * 1000)))))
+            ready = self._wait(what, deadline)
         except (OSError, ValueError):
             ready = True  # closed: recv below reports the death
         if not ready:
@@ -254,7 +292,10 @@ class Worker:
                        "implementation's fork server (killed by the implementation, or by the checker after the "
                        "server stopped answering)")
             raise self._lost(what, how) from None
-        return self._receive(what, deadline, self._next_id)
+        answer = self._receive(what, deadline, self._next_id)
+        if answer.get("device_lost"):  # the worker exits after this answer: the next call starts another
+            self.kill()
+        return answer
 
 
 def shutdown() -> None:

@@ -6,8 +6,8 @@ The worker
 
 * sends its standard output and error to a pipe the checker drains (keeping a short
   tail), and writes a traceback there if it crashes (``faulthandler``);
-* limits its own memory (``RLIMIT_AS``, or ``RLIMIT_DATA`` where CUDA needs a large
-  address space) before it imports the implementation;
+* leaves its memory limit to the supervisor, which watches what it really uses (no
+  address-space limit: the CUDA build of torch and OpenBLAS reserve far more than they use);
 * loads the implementation (:func:`specformer.runner.loading.load_implementation`), then
   answers calls: it moves the inputs it received (copies, never the checker's tensors)
   to the device, calls the operation, checks that no input was modified in place, and
@@ -26,7 +26,6 @@ import faulthandler
 import inspect
 import os
 import pickle
-import resource
 import signal
 import sys
 import time
@@ -209,6 +208,27 @@ def _raised(exc: BaseException, mismatch: str | None = None, definition: str = "
             "where": where}
 
 
+#: Words of the errors after which a CUDA (or other accelerator) context is unusable: every later call
+#: in the process fails too, so the worker answers once and exits, and the next call gets a fresh one.
+_DEVICE_LOST = ("CUDA error", "device-side assert", "CUBLAS_STATUS", "cuDNN error", "HIP error",
+                "an illegal memory access", "unspecified launch failure")
+
+
+def device_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` is an accelerator error that leaves the process's device context unusable."""
+    if not isinstance(exc, RuntimeError) or isinstance(exc, getattr(torch.cuda, "OutOfMemoryError", ())):
+        return False
+    message = safe_str(exc, 4000)
+    return any(word in message for word in _DEVICE_LOST)
+
+
+def _synchronize(device: torch.device) -> None:
+    """Wait for the device's queued kernels: an asynchronous kernel error (a device-side assert) then
+    surfaces as the call's own exception, not later, in the in-place check of its inputs."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
     """Run one call request against ``impl``; the answer as a plain dict (never raises)."""
     method = getattr(impl, request["method"], None)
@@ -242,12 +262,20 @@ def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
 
             with count_flops() as counted:
                 value = method(*args, **kwargs)
+                _synchronize(device)
             flops = counted[0]
         else:
             value = method(*args, **kwargs)
+            _synchronize(device)
     except NotApplicable as exc:
         return {"status": "not-applicable", "message": safe_str(exc)}
     except BaseException as exc:  # noqa: BLE001 - everything the implementation raises is its answer
+        if device_lost(exc):
+            answer = _raised(exc)
+            answer["message"] += (" [a device error: the process's device context is lost, so its worker was "
+                                  "restarted; nothing after it was asked of the same process]")
+            answer["device_lost"] = True
+            return answer
         mismatch = _signature_mismatch(exc, method, request["method"], args, kwargs)
         return _raised(exc, mismatch, _definition(method) if mismatch else "")
     changed = []
@@ -322,20 +350,7 @@ def _answer(reply: dict[str, Any]) -> bytes:
 # -- the process -------------------------------------------------------------------------
 
 
-def limit_memory(mib: int | None, kind: str) -> None:
-    """Cap this process's memory: ``kind`` ``"as"`` (address space) or ``"data"``."""
-    if not mib:
-        return
-    which = resource.RLIMIT_AS if kind == "as" else resource.RLIMIT_DATA
-    limit = mib * 1024 * 1024
-    _, hard = resource.getrlimit(which)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(which, (limit, hard))
-
-
-def main(channel: int, output: int, spec: str, threads: int = 1, memory_mib: int | None = None,
-         memory_kind: str = "as", spin_s: float = 0.0) -> None:
+def main(channel: int, output: int, spec: str, threads: int = 1, spin_s: float = 0.0) -> None:
     """The worker's life: set up, load ``spec``, answer requests on ``channel`` until told to stop.
 
     ``channel`` is a socket's file descriptor (requests in, answers out); ``output`` the
@@ -352,7 +367,6 @@ def main(channel: int, output: int, spec: str, threads: int = 1, memory_mib: int
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
     faulthandler.enable(file=sys.stderr)
     torch.set_num_threads(max(1, threads))
-    limit_memory(memory_mib, memory_kind)
     conn = Connection(channel)
     impl, reply = load(spec)
     conn.send_bytes(_answer(reply))
@@ -371,6 +385,8 @@ def main(channel: int, output: int, spec: str, threads: int = 1, memory_mib: int
         reply = call(impl, request)
         reply["id"] = request.get("id")  # the checker takes only the answer to the request it sent
         conn.send_bytes(_answer(reply))
+        if reply.get("device_lost"):  # the checker discards this worker too (supervisor.Worker.request)
+            return
 
 
 def run_locally(impl: Any, request: dict[str, Any]) -> Any:
