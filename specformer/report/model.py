@@ -85,6 +85,10 @@ REPORT_SCHEMA: dict[str, Any] = {
                     "status": {"enum": ["loaded", "load-error"]},
                     "operations": {"type": "array", "items": {"type": "string"}},
                     "omitted_families": {"type": "array", "items": {"type": "string"}},
+                    # optional (added within version 2): the distribution a built-in implementation wraps
+                    "library": {"type": ["object", "null"], "required": ["name", "version"],
+                                "properties": {"name": {"type": "string"},
+                                               "version": {"type": ["string", "null"]}}},
                 },
             },
         },
@@ -131,14 +135,19 @@ def environment(profile: str, command: str) -> dict[str, Any]:
 
 def implementation_entry(name: str, spec: str, operations: list[str] | None = None, status: str = "loaded",
                          message: str = "", omitted_families: list[str] | None = None,
-                         capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+                         capabilities: dict[str, Any] | None = None, find_library: bool = True) -> dict[str, Any]:
     """One entry of the report's ``implementations`` list.
 
     ``capabilities`` is the implementation's declaration as plain data
     (:meth:`specformer.protocol.Capabilities.to_plain`), or None when it declares none.
+    ``library`` is the distribution a built-in implementation wraps and its installed
+    version (:func:`specformer.adapters.library`; None for others, and with ``find_library=False``).
     """
+    from specformer.adapters import library
+
     return {"name": name, "spec": spec, "operations": sorted(operations or []), "status": status,
-            "message": message, "omitted_families": sorted(omitted_families or []), "capabilities": capabilities}
+            "message": message, "omitted_families": sorted(omitted_families or []), "capabilities": capabilities,
+            "library": library(spec) if find_library else None}
 
 
 def naming_problem(implementations: list[dict[str, Any]]) -> str | None:
@@ -193,7 +202,9 @@ def build_report(rows: Iterable[RowResult | dict[str, Any]], implementations: li
         "schema": SCHEMA_NAME,
         "schema_version": SCHEMA_VERSION,
         "environment": {**environment(profile, command or " ".join(sys.argv)), **(environment_extra or {})},
-        "implementations": [{**implementation_entry(i["name"], i["spec"]), **i} for i in implementations],
+        # defaults for entries of older reports (a merge): no library is made up for them
+        "implementations": [{**implementation_entry(i["name"], i["spec"], find_library=False), **i}
+                            for i in implementations],
         "summary": {
             "rows": len(rows),
             "by_outcome": {o: counts[o] for o in OUTCOMES if counts[o]},

@@ -22,6 +22,9 @@
 ``specformer site --report R [--report R2]... -o DIR``
     builds the documentation site of the given reports (:mod:`specformer.site.command`).
 
+``specformer diff A.json B.json [--ignore-device | --match-device] [--json]``
+    the rows whose outcome differs between two reports (:mod:`specformer.report.diff`).
+
 Exit codes of ``specformer run`` (:data:`EXIT_CODES`):
 
 * 0: the run completed and every claim ended as expected;
@@ -552,6 +555,9 @@ def build_parser() -> argparse.ArgumentParser:
     from specformer.site.command import add_parser
 
     add_parser(sub)
+    from specformer.report.diff import add_parser as add_diff_parser
+
+    add_diff_parser(sub)
     _add_new_parser(sub)
     _add_replay_parser(sub)
     return parser
@@ -629,6 +635,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from specformer.runner.replay import main as replay
 
             return replay(args)
+        if args.command == "diff":
+            from specformer.report.diff import main as diff
+
+            return diff(args)
         if args.command == "site":
             from specformer.site.command import run_site
 

@@ -6,7 +6,9 @@ implementation and a column per device and dtype (``cpu`` / ``float64``, ``cuda`
 ``float16``, ...). Each cell gives the outcome in words with a colour (``sf-o-*``
 classes of ``specformer/site/docs/assets/specformer.css``), the run it came from as a superscript when
 several runs are merged, a tooltip with the numbers, and a link to the row's details
-(:func:`row_details`: message, counterexample, reproduction) when it has any.
+(:func:`row_details`: message, counterexample, reproduction) when it has any. A row whose
+outcome differs between the merged runs for its property, implementation and dtype is
+marked *differs* (:func:`differs_mark`), with every run's outcome in its tooltip.
 :func:`rows_table` lists every row with its examples and time.
 
 Every value read from a report is escaped (:func:`specformer.site.tables.text`, or
@@ -20,7 +22,7 @@ import json
 from collections import defaultdict
 from typing import Any, Sequence
 
-from specformer.site.runs import run_number
+from specformer.site.runs import differs, run_number
 from specformer.site.tables import (fence, field, indent, known_outcome, number, outcome_class,
                                     outcome_label, outcome_words, plain, text)
 
@@ -66,6 +68,16 @@ def _run_mark(row: dict[str, Any], n_runs: int) -> str:
     return f'<sup class="sf-run" title="run {found}">{found}</sup>' if found else ""
 
 
+def differs_mark(row: dict[str, Any], n_runs: int) -> str:
+    """``differs`` with each run's outcome in a tooltip, for a row whose outcome differs between
+    runs for its property, implementation and dtype (:func:`specformer.site.runs.differs`); else ``""``."""
+    pairs = differs(row, n_runs)
+    if not pairs:
+        return ""
+    title = ", ".join(f"run {n}: {outcome_words(o)}" for n, o in pairs)
+    return f' <span class="sf-differs" title="differs between reports: {title}">differs</span>'
+
+
 def _tooltip(row: dict[str, Any], n_runs: int) -> str:
     """The numbers of a row for a cell's ``title``, escaped (quotes included)."""
     parts = [f"{outcome_words(row.get('outcome'))}: {examples(row)} examples, {_duration(row)}"]
@@ -89,7 +101,7 @@ def _cell(rows: list[dict[str, Any]], anchors: dict[int, str], n_runs: int) -> s
         label = f'<a href="#{target}">{label}</a>' if target else label
         if len(rows) > 1:
             label = f'<span class="sf-outcome {outcome_class(row.get("outcome"))}">{label}</span>'
-        words.append(label + _run_mark(row, n_runs))
+        words.append(label + _run_mark(row, n_runs) + differs_mark(row, n_runs))
     colour = outcome_class(rows[0].get("outcome")) if len(rows) == 1 else "sf-o-mixed"
     title = " | ".join(_tooltip(row, n_runs) for row in rows)
     return f'<td class="sf-cell {colour}" title="{title}">{"<br>".join(words)}</td>'
@@ -157,7 +169,7 @@ def rows_table(rows: Sequence[dict[str, Any]], with_claim: bool = False, n_runs:
     for row in sorted(rows, key=_sort_key):
         cells = [f'<code class="sf-prop">{breakable(field(row, "property"))}</code>']
         cells += [text(field(row, k)) for k in ("implementation", "device", "dtype")]
-        cells += [outcome_label(row.get("outcome")), examples(row), _duration(row)]
+        cells += [outcome_label(row.get("outcome")) + differs_mark(row, n_runs), examples(row), _duration(row)]
         if with_claim:
             cells.insert(0, f'<code class="sf-prop">{breakable(field(row, "claim"))}</code>')
         if n_runs > 1:

@@ -38,8 +38,8 @@ from specformer.site.implementations import compatibility_page, implementation_p
 from specformer.site.protocol import protocol_families, protocol_index, protocol_page
 from specformer.site.matrix import anchor, results_matrix, row_details, rows_table
 from specformer.site.runs import (REPORT_SCHEMA, REPORT_SCHEMA_VERSIONS, ReportError, load_report,
-                                  merge_reports, read_report, records, report_problem, report_runs, run_label,
-                                  run_number, runs_legend)
+                                  differs, merge_reports, read_report, records, report_problem, report_runs,
+                                  run_label, run_number, runs_legend)
 from specformer.site.tables import (badge, code, count_table, environment_table, fence, field, indent, legend,
                                     plain, run_complete, summarize, text)
 
@@ -142,6 +142,9 @@ def _results_section(claim: Claim, rows: list[dict[str, Any]] | None,
     intro = ("One row per property and implementation, one column per device and dtype. "
              "A cell links to its details when there is a message or a counterexample"
              + ("; its superscript is the run it came from (below)." if n_runs > 1 else "."))
+    if any(differs(r, n_runs) for r in rows):
+        intro += (" A cell marked *differs* has an outcome that differs between the reports for the same "
+                  "property, implementation and dtype (on any device); its tooltip gives each run's outcome.")
     shown = [r for r in ordered if id(r) not in folded]
     hidden = [r for r in ordered if id(r) in folded]
     out = [intro]

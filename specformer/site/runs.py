@@ -4,7 +4,11 @@ A page may show rows of several runs (the local CPU run and a CUDA run published
 ``docs/results/``). :func:`merge_reports` keeps every run's environment, summary and
 source file under ``runs`` and tags each row with the number of the run it came from
 (:data:`RUN_KEY`); :func:`run_label` and :func:`runs_legend` say, for a reader, which
-device, torch version, profile, date and file each run number stands for.
+device, torch version, profile, date and file each run number stands for. Where the runs
+disagree, a row's outcome for the same property, implementation and dtype differing
+between runs (on any device; skipped rows left out), :func:`merge_reports` records every
+run's outcome on the row (:data:`DIFFERS_KEY`, read with :func:`differs`), so a page can
+mark it.
 
 Reports are untrusted: every value read from one is escaped
 (:func:`specformer.site.tables.text`) where it is written. This module does not render
@@ -26,6 +30,10 @@ REPORT_SCHEMA_VERSIONS = (1, 2)
 #: Key of a merged row that holds the number (from 1) of the run it came from. Set by
 #: :func:`merge_reports` on copies of the rows, replacing whatever a report put there.
 RUN_KEY = "_specformer_run"
+#: Key of a merged row that holds ``[run number, outcome]`` pairs when the outcomes of its
+#: property, implementation and dtype differ between runs (else ``[]``). Set by
+#: :func:`merge_reports`, replacing whatever a report put there.
+DIFFERS_KEY = "_specformer_differs"
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -114,10 +122,17 @@ def merge_reports(reports: Sequence[dict[str, Any]], sources: Sequence[str] = ()
         return None
     rows: dict[tuple[str, ...], dict[str, Any]] = {}
     impls: dict[str, dict[str, Any]] = {}
+    outcomes: dict[tuple[str, ...], dict[tuple[int, str], None]] = {}  # replaced rows' outcomes count too
     for number, report in enumerate(reports, start=1):
         for row in records(report.get("rows")):
             key = tuple(field(row, k, "") for k in ("property", "implementation", "device", "dtype"))
             rows[key] = {**row, RUN_KEY: number}
+            if row.get("outcome") != "skipped":
+                outcomes.setdefault(key[:2] + key[3:], {})[number, plain(row.get("outcome"))] = None
+    for key, row in rows.items():
+        seen = list(outcomes.get(key[:2] + key[3:], {}))
+        disagree = len({n for n, _ in seen}) > 1 and len({o for _, o in seen}) > 1
+        row[DIFFERS_KEY] = [[n, o] for n, o in sorted(seen)] if disagree else []
         for impl in records(report.get("implementations")):
             impls.setdefault(field(impl, "name", ""), impl)
     names = list(sources) + [""] * (len(reports) - len(sources))
@@ -136,6 +151,18 @@ def run_number(row: dict[str, Any], n_runs: int) -> int | None:
     if isinstance(number, int) and not isinstance(number, bool) and 1 <= number <= n_runs:
         return number
     return None
+
+
+def differs(row: dict[str, Any], n_runs: int) -> list[tuple[int, str]]:
+    """The ``(run number, outcome)`` pairs of a row whose outcome differs between runs for
+    its property, implementation and dtype (:data:`DIFFERS_KEY`); ``[]`` otherwise, and for
+    anything :func:`merge_reports` did not write (outcomes unescaped)."""
+    pairs = row.get(DIFFERS_KEY) if n_runs > 1 else None
+    if not isinstance(pairs, list):
+        return []
+    found = [(p[0], p[1]) for p in pairs if isinstance(p, list) and len(p) == 2 and isinstance(p[1], str)
+             and isinstance(p[0], int) and not isinstance(p[0], bool) and 1 <= p[0] <= n_runs]
+    return found if len(found) == len(pairs) else []
 
 
 def _environment(run: dict[str, Any]) -> dict[str, Any]:
