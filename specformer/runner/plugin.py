@@ -45,6 +45,7 @@ import torch
 
 import specformer.properties
 from specformer.report import deviations
+from specformer.report.schedule import efficiency_line
 from specformer.runner import devices, environment, forkserver, sharding
 from specformer.adapters import DEFAULT_IMPLEMENTATIONS
 from specformer.context import WorkerBackend
@@ -666,7 +667,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state.option("specformer_strict_deviations"):  # the failures the entries hid, shown
         for line in deviations.hidden_lines(state.rows):
             tr.write_line(line, yellow=True)
-    tr.write_line(f"time: {time.perf_counter() - state.start:.1f} s")
+    wall = time.perf_counter() - state.start
+    tr.write_line(f"time: {wall:.1f} s")
+    jobs = int(getattr(config.option, "numprocesses", None) or 1) if state.is_xdist_controller else 1
+    line = efficiency_line(state.rows, jobs, wall)
+    if line:
+        tr.write_line(line)
     path = state.option("specformer_report")
     if path:
         tr.write_line(f"report: {path}")
