@@ -193,6 +193,9 @@ def test_a_hang_is_cut_by_the_row_time_limit(class_name: str, name: str) -> None
     row = run_in_worker(class_name, FORMULA, timeout_s=1)
     assert row.outcome == "error"
     assert "did not answer in time" in row.message and name in row.message
+    # what the time went on, the limit and the flag that changes it
+    assert "attention: a call still running after" in row.message, row.message
+    assert "The row's limit is 1 s" in row.message and "--row-timeout SECONDS" in row.message, row.message
     # The implementation never returns: any finite duration shows the limit cut it. The bound
     # is loose because a loaded machine slows the kill and the worker's restart, not the limit.
     assert row.duration_s < 30, f"the row took {row.duration_s:.1f} s despite a 1 s limit"
@@ -470,3 +473,24 @@ def test_an_input_left_as_it_was_is_no_error() -> None:
         prop = min((p for p in load_properties().values() if op in p.needs), key=lambda p: len(p.needs))
         row = run(reference, prop.qualname, timeout_s=120)
         assert row.outcome in ("pass", "refuted") and row.as_expected, (op, row.outcome, row.message)
+
+
+class SlowButCorrect:
+    """Correct attention that takes 0.3 s per call: a row of many examples runs out of a 1 s limit."""
+
+    name = "slow-but-correct"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        import time
+
+        from hostile_impls import correct_attention
+
+        time.sleep(0.3)
+        return correct_attention(q, k, v, mask, causal)
+
+
+def test_a_slow_implementations_timeout_names_its_calls_the_limit_and_the_flag() -> None:
+    row = run(SlowButCorrect(), FORMULA, timeout_s=1)
+    assert row.outcome == "error", row
+    assert "attention: " in row.message and "calls, 0.3" in row.message, row.message
+    assert "The row's limit is 1 s" in row.message and "--row-timeout SECONDS" in row.message, row.message

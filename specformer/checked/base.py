@@ -91,6 +91,23 @@ class ContextBase:
         self.last_applied: frozenset[str] = frozenset()
         #: What the implementation declared it supports; None when it declared nothing.
         self.capabilities = capabilities
+        #: Seconds each call of each operation took (the answered ones, and the one in progress
+        #: when the row's time ran out), for a timeout's message (:meth:`call_times`).
+        self.timings: dict[str, list[float]] = {}
+        self._calling: tuple[str, float] | None = None
+
+    def call_times(self) -> str:
+        """``bpe_train: 2 calls, 49.6 s each on average, the longest 50.1 s; bpe_encode: ...`` (slowest first),
+        with the call that was still running when the time ran out."""
+        parts = []
+        for op, times in sorted(self.timings.items(), key=lambda item: -sum(item[1])):
+            each = f"{sum(times) / len(times):.3g} s each on average, the longest {max(times):.3g} s" \
+                if len(times) > 1 else f"{times[0]:.3g} s"
+            parts.append(f"{op}: {len(times)} call{'s' if len(times) != 1 else ''}, {each}")
+        if self._calling is not None:
+            op, start = self._calling
+            parts.append(f"{op}: a call still running after {time.monotonic() - start:.3g} s")
+        return "; ".join(parts)
 
     # -- declared capabilities -----------------------------------------------------------
     def choices(self, convention: str, candidates: Sequence[T]) -> tuple[T, ...]:
@@ -171,7 +188,11 @@ class ContextBase:
         """
         request = {"op": "call", "method": op, "args": args, "kwargs": kwargs, "optional": optional or {},
                    "names": names, "device": str(self.device), "count_flops": self._flops is not None}
+        start = time.monotonic()
+        self._calling = (op, start)
         answer = self.backend.call(request, f"calling {op}", self.deadline)
+        self._calling = None
+        self.timings.setdefault(op, []).append(time.monotonic() - start)
         status = answer.get("status")
         if status == "missing":
             raise NotApplicable(f"{self.impl_name} does not provide {op}")

@@ -263,6 +263,8 @@ def run_property(
         raise
     except WorkerLost as exc:
         row.outcome, row.message = "error", f"{impl_name}: {exc}"
+        if "did not answer in time" in str(exc):
+            row.message += _time_limit_note(ctx, timeout_s)
     except RowTimeout as exc:
         if first_failure:  # a failure was found; only its shrinking ran out of time
             found = first_failure[0]
@@ -271,6 +273,8 @@ def run_property(
             row.message = f"{_first_line(found)} (not shrunk: {exc})"
         else:
             row.outcome, row.message = _timeout_message(exc, backend, impl_name)
+            if backend is not None:
+                row.message += _time_limit_note(ctx, timeout_s)
     except Unsatisfiable as exc:
         if ctx.not_applicable:
             row.outcome, row.message = "not-applicable", ctx.not_applicable[-1]
@@ -310,6 +314,14 @@ def run_property(
     row.message = printable(row.message)
     row.counterexample = printable(row.counterexample) if row.counterexample is not None else None
     return row
+
+
+def _time_limit_note(ctx: Context, timeout_s: float | None) -> str:
+    """What a row cut by its time limit spent its time on, the limit and the flag that changes it."""
+    times = ctx.call_times()
+    spent = f"; its calls: {times}" if times else ""
+    limit = f"{timeout_s:g} s" if timeout_s else "unlimited"
+    return f"{spent}. The row's limit is {limit} for all its examples together; --row-timeout SECONDS changes it"
 
 
 def _timeout_message(exc: BaseException, backend: Backend | None, impl_name: str) -> tuple[str, str]:
