@@ -441,3 +441,36 @@ class ClosesItsChannel:
         for fd in _sockets():
             os.close(fd)
         time.sleep(3600)
+
+
+class TiesByHashOrder:
+    """BPE training as 001 describes it (recount every pair, merge the most frequent), which breaks a
+    tie by a set's iteration order: the same counts give the same merges in one process, other merges
+    in a process whose string hashes differ."""
+
+    name = "ties-by-hash-order"
+
+    def bpe_train(self, words, num_merges, *, end_of_word="</w>"):
+        segments = {word: list(word[:-1]) + [word[-1] + end_of_word] for word in words if word}
+        merges = []
+        for _ in range(num_merges):
+            counts = {}
+            for word, symbols in segments.items():
+                for pair in zip(symbols, symbols[1:]):
+                    counts[pair] = counts.get(pair, 0) + words[word]
+            if not counts:
+                break
+            best = max(counts.values())
+            pair = next(iter({p for p, c in counts.items() if c == best}))  # set order: the string hashes'
+            merges.append(pair)
+            for word, symbols in segments.items():
+                merged, i = [], 0
+                while i < len(symbols):
+                    if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
+                        merged.append(symbols[i] + symbols[i + 1])
+                        i += 2
+                    else:
+                        merged.append(symbols[i])
+                        i += 1
+                segments[word] = merged
+        return merges

@@ -494,3 +494,25 @@ def test_a_slow_implementations_timeout_names_its_calls_the_limit_and_the_flag()
     assert row.outcome == "error", row
     assert "attention: " in row.message and "calls, 0.3" in row.message, row.message
     assert "The row's limit is 1 s" in row.message and "--row-timeout SECONDS" in row.message, row.message
+
+
+DETERMINISM = "bpe.training_the_same_counts_again_gives_the_same_merges"
+
+
+def test_a_tie_broken_by_hash_order_fails_determinism_across_processes() -> None:
+    """Two calls in one worker agree; a worker forked from the fork server of another PYTHONHASHSEED
+    iterates the tied pairs in another order, and the property compares the two."""
+    row = run_in_worker("TiesByHashOrder", DETERMINISM)
+    assert row.outcome == "fail", (row.outcome, row.message)
+    assert "another process" in row.message, row.message
+
+
+def test_the_reference_is_deterministic_across_processes() -> None:
+    pool = WorkerPool()
+    try:
+        answer = pool.load("reference", 60)
+        row = run_property(load_properties()[DETERMINISM], WorkerBackend(pool, "reference"), "reference", "reference",
+                           "cpu", "float64", "ci", 120.0, frozenset(answer["operations"]))
+    finally:
+        pool.close()
+    assert row.outcome == "pass", row.message

@@ -164,12 +164,17 @@ def the_implementations_input_is_the_token_row_plus_the_position_row(ctx: Contex
        kind=st.sampled_from(["sinusoidal", "binary"]))
 @example(positions=pos(0, 1, 2, 3), d_model=8, kind="sinusoidal")
 def an_encoding_depends_on_the_position_alone(ctx: Context, positions, d_model, kind) -> None:
-    """The same call twice gives identical encodings, and a position's row is the same alone or
-    among other positions (no parameters, no randomness, no dependence on ``t``)."""
+    """The same call twice gives identical encodings, in one process and in another (another
+    ``PYTHONHASHSEED``), and a position's row is the same alone or among other positions (no parameters,
+    no randomness, no dependence on ``t``)."""
     kind = sf.within(ctx, "encoding_kind", kind, ("sinusoidal", "binary"))
     first = ctx.positional_encoding(kind, positions, d_model)
     again = ctx.positional_encoding(kind, positions, d_model)
     assert torch.equal(first, again), f"two identical {kind} calls disagree by {(first - again).abs().max():.3g}"
+    with ctx.in_another_process():
+        elsewhere = ctx.positional_encoding(kind, positions, d_model)
+    assert torch.equal(first, elsewhere), (
+        f"the same {kind} call in another process disagrees by {(first - elsewhere).abs().max():.3g}")
     for j in range(len(positions)):
         alone = ctx.positional_encoding(kind, positions[j:j + 1], d_model)[0]
         ctx.assert_close(alone, first[j], f"{kind} row of position {int(positions[j])} alone vs among others")

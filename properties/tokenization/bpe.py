@@ -301,10 +301,15 @@ def first_tie(words: Mapping[str, int], merges: Sequence[tuple[str, str]]) -> in
 @example(words={"ab": 1, "cd": 1}, num_merges=2)
 def training_the_same_counts_again_gives_the_same_merges(ctx: Context, words, num_merges) -> None:
     """Corrected: the tie rule is the implementation's, but deterministic: the same counts, listed in the same
-    order, give the same merges a second time."""
+    order, give the same merges a second time, in the same process and in another one whose string hashes
+    differ (a tie broken by a set's iteration order gives other merges there)."""
     first = ctx.bpe_train(words, num_merges)
     second = ctx.bpe_train(dict(words), num_merges)
     assert first == second, f"{words} gives {first}, and trained again {second}"
+    with ctx.in_another_process():
+        elsewhere = ctx.bpe_train(dict(words), num_merges)
+    assert first == elsewhere, (
+        f"{words} gives {first}, and trained again in another process (another PYTHONHASHSEED) {elsewhere}")
 
 
 @claim_property("bpe.learn-bpe-merges", needs=("bpe_train",), dtypes=F64)

@@ -48,7 +48,7 @@ class WorkerBackend:
         self.pool, self.spec = pool, spec
 
     def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
-        worker = self.pool.worker(self.spec, deadline)
+        worker = self.pool.worker(self.spec, deadline, int(request.pop("process", 0)))
         if worker.load_answer.get("status") != "loaded":
             raise WorkerLost(f"the implementation could not be loaded: {worker.load_answer.get('message', '')}")
         return worker.request(request, what, deadline)
@@ -95,6 +95,19 @@ class ContextBase:
         #: when the row's time ran out), for a timeout's message (:meth:`call_times`).
         self.timings: dict[str, list[float]] = {}
         self._calling: tuple[str, float] | None = None
+        self._process = 0
+
+    @contextmanager
+    def in_another_process(self) -> Iterator[None]:
+        """Calls inside go to a second worker of the implementation, forked from a fork server started
+        with another ``PYTHONHASHSEED``: for properties that ask whether the same input gives the same
+        result, which two calls in one process cannot see (a tie broken by a set's iteration order).
+        The harness's in-process backend (tests) has one process only."""
+        self._process = 1
+        try:
+            yield
+        finally:
+            self._process = 0
 
     def call_times(self) -> str:
         """``bpe_train: 2 calls, 49.6 s each on average, the longest 50.1 s; bpe_encode: ...`` (slowest first),
@@ -188,6 +201,8 @@ class ContextBase:
         """
         request = {"op": "call", "method": op, "args": args, "kwargs": kwargs, "optional": optional or {},
                    "names": names, "device": str(self.device), "count_flops": self._flops is not None}
+        if self._process:
+            request["process"] = self._process
         start = time.monotonic()
         self._calling = (op, start)
         answer = self.backend.call(request, f"calling {op}", self.deadline)

@@ -284,6 +284,12 @@ def end_descendants(timeout_s: float = 10.0, exclude: frozenset[int] = frozenset
 # -- the checker's handle ------------------------------------------------------------------
 
 
+#: The string hash seeds (``PYTHONHASHSEED``) of the root fork servers: every worker is forked from the
+#: first; a property that asks whether the same input gives the same result asks a worker forked from
+#: the second too, whose sets and dicts of strings iterate in another order (a tie broken by a set's
+#: order then shows, which two calls in one process never reveal).
+HASH_SEEDS = ("0", "1")
+
 #: Seconds an implementation's fork server has to answer a request (a fork, a reap: milliseconds
 #: when it runs); one that does not (stopped by its own worker, say) is killed and replaced.
 SERVER_ANSWER_S = 15.0
@@ -298,7 +304,9 @@ class ForkServer:
     given, see :meth:`for_implementation`) is forked by the root on request.
     """
 
-    def __init__(self, startup_timeout: float = 120.0, warm: bool = True, parent: "ForkServer | None" = None) -> None:
+    def __init__(self, startup_timeout: float = 120.0, warm: bool = True, parent: "ForkServer | None" = None,
+                 hash_seed: str = HASH_SEEDS[0]) -> None:
+        self._hash_seed = hash_seed
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._launched: socket.socket | None = None
@@ -336,6 +344,7 @@ class ForkServer:
         package_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+        env["PYTHONHASHSEED"] = self._hash_seed  # read once, at the interpreter's start: its workers share it
         self._process = subprocess.Popen(
             [sys.executable, "-c",
              f"from specformer.runner.forkserver import serve; serve({theirs.fileno()}, warm={self._warm!r})"],
@@ -431,23 +440,22 @@ class ForkServer:
         self._close()
 
 
-_SHARED: ForkServer | None = None
+_SHARED: dict[str, ForkServer] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def shared(warm: bool = True) -> ForkServer:
-    """This process's fork server (``warm`` applies when this call creates it)."""
-    global _SHARED
+def shared(warm: bool = True, hash_seed: str = HASH_SEEDS[0]) -> ForkServer:
+    """This process's root fork server of ``hash_seed`` (``warm`` applies when this call creates it);
+    the second seed's is started only when a property asks for another process."""
     with _SHARED_LOCK:
-        if _SHARED is None:
-            _SHARED = ForkServer(warm=warm)
-        return _SHARED
+        if hash_seed not in _SHARED:
+            _SHARED[hash_seed] = ForkServer(warm=warm and hash_seed == HASH_SEEDS[0], hash_seed=hash_seed)
+        return _SHARED[hash_seed]
 
 
 def shutdown_shared() -> None:
-    """Stop this process's fork server, if any; a later :func:`shared` starts another."""
-    global _SHARED
+    """Stop this process's fork servers, if any; a later :func:`shared` starts another."""
     with _SHARED_LOCK:
-        if _SHARED is not None:
-            _SHARED.close()
-            _SHARED = None
+        for server in _SHARED.values():
+            server.close()
+        _SHARED.clear()

@@ -64,10 +64,11 @@ class WorkerSettings:
     spin_s: float = 0.0  # how long each side polls before it sleeps (the plugin sets it when cores allow)
 
 
-def fork_server(spec: str | None = None) -> ForkServer:
+def fork_server(spec: str | None = None, process: int = 0) -> ForkServer:
     """This process's root fork server (one per checker process, started on first use), or,
-    with ``spec``, the fork server of that implementation (forked from the root)."""
-    root = forkserver.shared()
+    with ``spec``, the fork server of that implementation (forked from the root). ``process``
+    1 is the root of the other string hash seed (:data:`forkserver.HASH_SEEDS`)."""
+    root = forkserver.shared(hash_seed=forkserver.HASH_SEEDS[process])
     return root if spec is None else root.for_implementation(spec)
 
 
@@ -119,9 +120,9 @@ def _drain(fd: int, out: _Output) -> None:
 class Worker:
     """One live worker process holding one loaded implementation."""
 
-    def __init__(self, spec: str, settings: WorkerSettings, deadline: float) -> None:
+    def __init__(self, spec: str, settings: WorkerSettings, deadline: float, process: int = 0) -> None:
         self.spec = spec
-        self._server = fork_server(spec)
+        self._server = fork_server(spec, process)
         mine, theirs = socket.socketpair()
         out_r, out_w = os.pipe()
         self._output = _Output()
@@ -308,19 +309,20 @@ class WorkerPool:
 
     def __init__(self, settings: WorkerSettings | None = None) -> None:
         self.settings = settings or WorkerSettings()
-        self._workers: dict[str, Worker] = {}
+        self._workers: dict[tuple[str, int], Worker] = {}
         self.starts = 0
 
-    def worker(self, spec: str, deadline: float) -> Worker:
-        """A live worker for ``spec`` (raises :class:`WorkerLost` if none can be started)."""
-        current = self._workers.get(spec)
+    def worker(self, spec: str, deadline: float, process: int = 0) -> Worker:
+        """A live worker for ``spec`` (raises :class:`WorkerLost` if none can be started). ``process`` 1
+        is a second worker of the same implementation, forked from the root of the other hash seed."""
+        current = self._workers.get((spec, process))
         if current is not None and current.alive:
             return current
         if current is not None:
             current.kill()
         self.starts += 1
-        worker = Worker(spec, self.settings, deadline)
-        self._workers[spec] = worker
+        worker = Worker(spec, self.settings, deadline, process)
+        self._workers[(spec, process)] = worker
         return worker
 
     def load(self, spec: str, timeout_s: float) -> dict[str, Any]:
@@ -342,13 +344,12 @@ class WorkerPool:
         return worker.load_answer
 
     def discard(self, spec: str) -> None:
-        """Kill the worker of ``spec``, if any."""
-        worker = self._workers.pop(spec, None)
-        if worker is not None:
-            worker.kill()
+        """Kill the workers of ``spec``, if any."""
+        for key in [key for key in self._workers if key[0] == spec]:
+            self._workers.pop(key).kill()
 
     def close(self) -> None:
         """Stop every worker."""
-        for spec in list(self._workers):
-            worker = self._workers.pop(spec)
+        for key in list(self._workers):
+            worker = self._workers.pop(key)
             worker.stop()
