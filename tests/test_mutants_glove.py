@@ -45,25 +45,25 @@ def _unweighted(x, w, w_tilde, b, b_tilde, x_max=100.0, alpha=0.75):
     return error.square()[x > 0].sum()
 
 
-def _left_contexts(ids, vocab, window, *, dtype=torch.float64):
+def _left_contexts(ids, vocab, window, *, dtype=torch.float64, device="cpu"):
     """Wrong for a symmetric window: only the words before each word count (GloVe's symmetric=0)."""
-    x = torch.zeros(vocab, vocab, dtype=dtype)
+    x = torch.zeros(vocab, vocab, dtype=dtype, device=device)
     for t, i in enumerate(ids):
         for d in range(1, min(window, t) + 1):
             x[i, ids[t - d]] += 1.0 / d
     return x
 
 
-def _uniform_counts(ids, vocab, window, *, dtype=torch.float64):
+def _uniform_counts(ids, vocab, window, *, dtype=torch.float64, device="cpu"):
     """Wrong for GloVe: every pair in the window counts 1, not 1/d."""
     from specformer.reference.embeddings.glove import cooccurrence_counts
 
-    return cooccurrence_counts([ids], vocab, window, "uniform", dtype=dtype)
+    return cooccurrence_counts([ids], vocab, window, "uniform", dtype=dtype, device=device)
 
 
-def _all_pairs(ids, vocab, window, *, dtype=torch.float64):
+def _all_pairs(ids, vocab, window, *, dtype=torch.float64, device="cpu"):
     """Wrong: a dense matrix, every pair of the vocabulary counted once (ignores the text)."""
-    return torch.ones(vocab, vocab, dtype=dtype) + torch.eye(vocab, dtype=dtype)
+    return torch.ones(vocab, vocab, dtype=dtype, device=device) + torch.eye(vocab, dtype=dtype, device=device)
 
 
 LOG_ONE_PLUS = Mutant("glove-loss-on-log-1-plus-x", glove_loss=_log_one_plus)

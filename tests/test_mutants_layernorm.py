@@ -95,3 +95,68 @@ def test_a_layer_norm_wrong_only_for_wide_tokens_is_caught() -> None:
 
     assert_caught("layernorm.layer_norm_is_the_formula_with_the_biased_variance_and_eps_inside_the_root",
                   Mutant("unbiased-above-width-8", layer_norm=layer_norm))
+
+
+# -- the constant token on CUDA, without a GPU ------------------------------------------------------
+CONSTANT = "layernorm.a_constant_token_normalises_to_beta_the_edge_case"
+
+
+class _LabelledCuda:
+    """Runs the implementation on the CPU and labels its tensors as CUDA's: a ``cuda`` context's checks
+    (here the constant token's CUDA allowance) without a GPU. Nothing else about CUDA is imitated."""
+
+    def __init__(self, impl: object) -> None:
+        self.impl = impl
+
+    def call(self, request, what, deadline):
+        import dataclasses
+
+        from specformer.runner.wire import WireTensor
+        from specformer.runner.worker import run_locally
+
+        answer = run_locally(self.impl, {**request, "device": "cpu"})
+        if isinstance(answer.get("value"), WireTensor):
+            answer["value"] = dataclasses.replace(answer["value"], device="cuda:0")
+        return answer
+
+
+def _cuda_like_mean(x, gamma, beta, *, eps=1e-5):
+    """LayerNorm whose mean is the float32 sum times a float32 ``1/d``, as CUDA's kernels compute it."""
+    mu = x.sum(-1, keepdim=True) * torch.tensor(1 / x.shape[-1], dtype=torch.float32).to(x.dtype)
+    var = (x - mu).square().mean(-1, keepdim=True)
+    return gamma * (x - mu) / torch.sqrt(var + eps) + beta
+
+
+def _constant_token_on_cuda(impl, dtype: str = "float32", **example) -> None:
+    from specformer.context import Context
+    from specformer.properties.blocks import layernorm
+
+    ctx = Context(_LabelledCuda(impl), getattr(impl, "name", "impl"), "cuda", dtype)
+    layernorm.a_constant_token_normalises_to_beta_the_edge_case.hypothesis.inner_test(ctx, **example)
+
+
+def test_a_mean_rounded_as_on_cuda_fails_on_the_cpu_and_passes_on_cuda() -> None:
+    """The H100's counterexamples (seven features of 1.375: 5.4e-5 off for 4.25e-5 allowed; 28 of 1.125)
+    fail on the CPU, whose tolerance is unchanged, and pass under the CUDA allowance, up to |value| = 100."""
+    from conftest import run_row
+
+    rounded = Mutant("mean-rounded-as-on-cuda", layer_norm=_cuda_like_mean)
+    row = run_row(CONSTANT, rounded, "float32", profile="mutants")
+    assert row.outcome == "fail" and "constant token" in row.message, row
+    for d, eighths in ((7, 11), (28, 9), (64, 800), (64, -800), (3, 799)):
+        _constant_token_on_cuda(rounded, d=d, eighths=eighths, b=2, seed=0)
+
+
+@pytest.mark.parametrize("mutant", [mutant for qualname, mutant in CASES if qualname == CONSTANT],
+                         ids=lambda m: m.name)
+def test_the_cuda_allowance_still_catches_the_constant_token_mutants(mutant) -> None:
+    with pytest.raises(AssertionError, match="constant token"):
+        for d, eighths in ((4, 8), (7, 11), (64, 800)):
+            _constant_token_on_cuda(mutant, d=d, eighths=eighths, b=1, seed=0)
+
+
+def test_the_reference_passes_the_constant_token_under_the_cuda_allowance() -> None:
+    from specformer.adapters.reference import ReferenceImplementation
+
+    for dtype in ("float32", "float16", "bfloat16"):
+        _constant_token_on_cuda(ReferenceImplementation(), dtype, d=7, eighths=11, b=1, seed=0)

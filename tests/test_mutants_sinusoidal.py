@@ -169,3 +169,28 @@ def test_every_sinusoidal_property_is_covered(properties) -> None:
     covered = {q for q, _ in CASES} | {q for q, _, _ in MATH}
     mine = {q for q, p in properties.items() if p.module == "sinusoidal"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
+
+
+SIMILARITY = ("sinusoidal.the_adjacent_position_is_the_most_similar",
+              "sinusoidal.similarity_falls_as_the_offset_grows_as_written")
+
+
+def test_the_similarity_comparisons_run_where_the_allowance_can_decide_them(properties) -> None:
+    """Half precision's allowance cannot tell s(2) from s(1) at d_model = 512 (the CUDA rows that failed);
+    float32's can, and there the reference holds the claim and refutes it as written."""
+    from types import SimpleNamespace
+
+    from specformer.adapters.reference import implementation as reference
+    from specformer.properties.tolerances import DTYPES, tolerance
+
+    for qualname in SIMILARITY:
+        assert properties[qualname].dtypes == sinusoidal.DECIDED_IN == ("float32", "float64")
+    gap = float(sinusoidal.similarity(torch.tensor([1]), 512) - sinusoidal.similarity(torch.tensor([2]), 512))
+    for dtype in ("float64", "float32", "float16", "bfloat16"):
+        ctx = SimpleNamespace(tol=tolerance(dtype), dtype=DTYPES[dtype])
+        a = sinusoidal.allowance(ctx, torch.tensor([0, 1, 2]), 512).sum(-1)
+        bounds = 4 * (a[0] + a[1:]) / 512  # the bounds of s(1) and s(2)
+        assert (float(bounds.sum()) < gap) == (dtype in sinusoidal.DECIDED_IN), (dtype, float(bounds.sum()), gap)
+    for dtype in sinusoidal.DECIDED_IN:
+        outcomes = [run_row(q, reference, dtype).outcome for q in SIMILARITY]
+        assert outcomes == ["pass", "refuted"], (dtype, outcomes)

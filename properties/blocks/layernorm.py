@@ -8,6 +8,8 @@ small correction, except where the claim is about a constant token.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
@@ -18,6 +20,9 @@ from specformer.property import claim_property
 from . import strategies as sf
 
 EPS = 1e-5
+#: Roundings of a token's mean allowed on CUDA, where the reduction kernels multiply the sum by
+#: a rounded ``1/d`` (see :func:`cuda_mean_rounding`); the CPU divides and gets the mean exactly.
+CUDA_MEAN_ROUNDINGS = 2
 
 
 def layer_norm_formula(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = EPS) -> torch.Tensor:
@@ -77,6 +82,24 @@ def before_gamma_and_beta_each_token_has_mean_zero_and_variance_below_one(ctx: C
     ctx.assert_close(out.var(-1, unbiased=False), var / (var + EPS), "variance of each normalised token", scale=8)
 
 
+def cuda_mean_rounding(ctx: Context, value: float, gamma: torch.Tensor) -> torch.Tensor | None:
+    """Per feature, the error a rounded mean leaves in the LayerNorm of a constant token; None off CUDA.
+
+    On CUDA, PyTorch's reductions and its LayerNorm kernel compute a mean as the sum times a
+    rounded ``1/d``, in float32 for float32 and half-precision inputs (measured on an H100: the
+    mean of seven 1.375 is 1.37500006 in float32). ``x - mu`` is then a rounding of the mean
+    instead of 0, and ``1/sqrt(eps)`` magnifies it to ``gamma |x - mu| / sqrt(eps)``: 5e-5 at
+    1.375, beyond float32's tolerance, for the reference and ``torch.nn.LayerNorm`` alike. A
+    legitimate kernel difference, so on CUDA each feature may be off by
+    :data:`CUDA_MEAN_ROUNDINGS` roundings of ``|value|`` in the accumulating dtype times that
+    magnification. The CPU's tolerance is unchanged.
+    """
+    if ctx.device.type != "cuda":
+        return None
+    accumulating = torch.finfo(torch.promote_types(ctx.dtype, torch.float32)).eps
+    return CUDA_MEAN_ROUNDINGS * accumulating * abs(value) * gamma / math.sqrt(EPS)
+
+
 @claim_property("layernorm.standardises", needs=("layer_norm",))
 @given(d=st.integers(2, 64), eighths=st.integers(-800, 800), b=st.integers(1, 3), seed=sf.seeds())
 @example(d=4, eighths=8, b=1, seed=0)
@@ -84,14 +107,31 @@ def a_constant_token_normalises_to_beta_the_edge_case(ctx: Context, d, eighths, 
     """The edge case, stated: a token whose features are all equal has ``sigma = 0``; it normalises to
     ``0 / sqrt(eps) = 0`` before ``gamma`` and ``beta``, so the output is ``beta`` (variance 0, not 1).
     Values are multiples of 1/8 up to 100, so that every dtype holds the token's mean exactly (a
-    mean rounded in float32 leaves ``x - mu`` of 1e-7, which ``1/sqrt(eps)`` magnifies to 3e-5)."""
+    mean rounded in float32 leaves ``x - mu`` of 1e-7, which ``1/sqrt(eps)`` magnifies to 3e-5); on
+    CUDA, whose kernels round the mean itself, each feature may be off by that rounding
+    (:func:`cuda_mean_rounding`)."""
     value = eighths / 8
     g = torch.Generator().manual_seed(seed)
     gamma = 0.5 + torch.rand(d, generator=g, dtype=torch.float64)  # (d,) in [0.5, 1.5]
     beta = torch.rand(d, generator=g, dtype=torch.float64) - 0.5  # (d,)
     x = torch.full((b, 1, d), value, dtype=torch.float64)  # constant tokens
     out = ctx.layer_norm(x, gamma, beta, eps=EPS)
-    ctx.assert_close(out, beta.expand_as(out), f"LayerNorm of a constant token (every feature {value:g})", scale=4)
+    what = f"LayerNorm of a constant token (every feature {value:g})"
+    rounding = cuda_mean_rounding(ctx, value, gamma)
+    if rounding is None:  # off CUDA: the dtype's tolerance alone
+        ctx.assert_close(out, beta.expand_as(out), what, scale=4)
+        return
+    atol, rtol = 4 * ctx.tol.atol, 4 * ctx.tol.rtol
+    bound = atol + rtol * beta.abs() + rounding  # (d,)
+    err = (out - beta).abs()  # (b, 1, d)
+    bad = ~(err <= bound)  # NaN is bad
+    if bad.any():
+        idx = tuple(int(i) for i in torch.unravel_index(torch.where(bad, err - bound, -1.0).argmax(), err.shape))
+        raise AssertionError(
+            f"{what}: {int(bad.sum())} of {bad.numel()} entries out of tolerance; worst at {idx}: "
+            f"got {float(out[idx]):.9g}, expected {float(beta[idx[-1]]):.9g} (allowed error "
+            f"{float(bound[idx[-1]]):.3g}: atol {atol:g} + rtol {rtol:g} x |expected| + CUDA's rounded mean "
+            f"{float(rounding[idx[-1]]):.3g})")
 
 
 @claim_property("layernorm.formula", needs=("layer_norm",))

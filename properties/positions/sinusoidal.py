@@ -390,14 +390,23 @@ def implementation_similarities(ctx: Context, start: int, offsets_: torch.Tensor
 
 #: Offsets the refutation scans: one step at a time from 0.
 SCAN = 256
+#: The dtypes in which the similarity comparisons below can be decided. In half precision the error
+#: allowed for one similarity, ``4 (a_p + a_q) / d_model`` with the dtype's tolerance in every entry
+#: (:func:`allowance`), is at least 0.16 in float16 and 1.28 in bfloat16 before any angle rounding, so
+#: two similarities are told apart only when they differ by 0.32 or 2.56: more than ``s(1) - s(2) = 0.068``
+#: at ``d_model = 512``, and in bfloat16 more than any cosine can rise (2). Neither the claim nor its
+#: refutation can be decided there (on CUDA, float16 failed the claim at offset 2 and bfloat16 found
+#: no rise to refute it); float16 also holds whole positions exactly only up to 2048.
+DECIDED_IN = ("float32", "float64")
 
 
-@claim_property("sinusoidal.similarity-monotone", needs=NEEDS, expect="counterexample")
+@claim_property("sinusoidal.similarity-monotone", needs=NEEDS, expect="counterexample", dtypes=DECIDED_IN)
 @given(start=st.integers(0, 1024), d_model=st.integers(1, 256).map(lambda n: 2 * n))
 @example(start=0, d_model=512)
 def similarity_falls_as_the_offset_grows_as_written(ctx: Context, start, d_model) -> None:
     """As written (000, 004): the farther apart two positions, the less similar their encodings:
-    ``cos(PE(p), PE(p + D))`` does not rise from ``D`` to ``D + 1`` (``D = 0 .. 255``)."""
+    ``cos(PE(p), PE(p + D))`` does not rise from ``D`` to ``D + 1`` (``D = 0 .. 255``). Decided in
+    float32 and float64 (:data:`DECIDED_IN`)."""
     sims, bound = implementation_similarities(ctx, start, torch.arange(SCAN + 1), d_model)
     rise = sims[1:] - sims[:-1] - (bound[1:] + bound[:-1])
     if (rise > 0).any():
@@ -406,13 +415,14 @@ def similarity_falls_as_the_offset_grows_as_written(ctx: Context, start, d_model
                              f"to {d + 1} ({float(sims[d + 1]):.6f})")
 
 
-@claim_property("sinusoidal.similarity-monotone", needs=NEEDS)
+@claim_property("sinusoidal.similarity-monotone", needs=NEEDS, dtypes=DECIDED_IN)
 @given(start=st.integers(0, 4096), far=st.lists(st.integers(2, 4096), min_size=1, max_size=8),
        d_model=st.integers(8, 64).map(lambda n: 2 * n))
 @example(start=0, far=[2, 6, 44, 201, 710, 4096], d_model=512)
 def the_adjacent_position_is_the_most_similar(ctx: Context, start, far, d_model) -> None:
     """``d_model >= 16``, offsets up to 4096: ``cos(PE(p), PE(p + D))`` equals ``(2/d) sum_i cos(w_i D)``,
-    is 1 at ``D = 0`` and is largest, among ``D >= 1``, at ``D = 1``."""
+    is 1 at ``D = 0`` and is largest, among ``D >= 1``, at ``D = 1``. Decided in float32 and float64
+    (:data:`DECIDED_IN`)."""
     offsets_ = torch.tensor([0, 1, *far])
     sims, bound = implementation_similarities(ctx, start, offsets_, d_model)
     check_entries(sims, similarity(offsets_, d_model), bound, f"cosine similarities, d_model={d_model}")

@@ -60,6 +60,9 @@ def cooccurrence_counts(sentences: Sequence[Sequence[int]], vocab_size: int, win
     """The symmetric ``(V, V)`` co-occurrence matrix of id ``sentences`` within ``window`` positions.
 
     ``weighting="harmonic"``: a pair ``d`` apart adds ``1/d``; ``"uniform"``: it adds 1.
+    The ids are Python integers: they are checked and counted on the CPU in float64, and the
+    counts rounded once to ``dtype`` on ``device`` (a float16 sum of many ``1/d`` would round
+    at every step).
     """
     if not isinstance(window, int) or window < 1:
         raise ValueError(f"window must be a positive integer, got {window!r}")
@@ -78,9 +81,9 @@ def cooccurrence_counts(sentences: Sequence[Sequence[int]], vocab_size: int, win
                 values += [weight, weight]
     index = torch.tensor([rows, cols], dtype=torch.int64).reshape(2, -1)  # (2, pairs); (2, 0) when none
     check_ids(index, vocab_size)
-    counts = torch.zeros(vocab_size * vocab_size, dtype=dtype)
-    counts.index_add_(0, index[0] * vocab_size + index[1], torch.tensor(values, dtype=dtype))
-    return counts.reshape(vocab_size, vocab_size).to(device)  # (V * V,) -> (V, V)
+    counts = torch.zeros(vocab_size * vocab_size, dtype=torch.float64)
+    counts.index_add_(0, index[0] * vocab_size + index[1], torch.tensor(values, dtype=torch.float64))
+    return counts.reshape(vocab_size, vocab_size).to(device=device, dtype=dtype)  # (V * V,) -> (V, V)
 
 
 def _check_glove_parameters(x: torch.Tensor, w: torch.Tensor, w_tilde: torch.Tensor, b: torch.Tensor,

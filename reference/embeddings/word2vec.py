@@ -311,7 +311,10 @@ def noise_distribution(counts: torch.Tensor, exponent: float = 0.75) -> torch.Te
 
     ``exponent = 1`` is the unigram distribution, ``0`` the uniform one (every word, seen
     or not, since ``0^0 = 1``), and 001's ``3/4`` lies between: it raises rare words'
-    share at the expense of frequent ones. Returns float64 unless ``counts`` is floating.
+    share at the expense of frequent ones. Returns float64 unless ``counts`` is floating,
+    then ``counts``' dtype: half-precision counts are raised and summed in float32 and the
+    probabilities rounded once (in float16, ``2048^1.5`` and a sum of counts past 65,504 are
+    ``inf``, and ``inf / inf`` is NaN).
     """
     if not isinstance(counts, torch.Tensor) or counts.dim() != 1 or counts.numel() == 0:
         raise ValueError(f"counts must be a non-empty 1-D tensor, got {getattr(counts, 'shape', type(counts))}")
@@ -322,8 +325,9 @@ def noise_distribution(counts: torch.Tensor, exponent: float = 0.75) -> torch.Te
         raise ValueError(f"exponent must be non-negative, got {exponent}")
     if exponent > 0 and counts.sum() == 0:
         raise ValueError("every count is zero: the noise distribution is undefined")
-    weights = counts.pow(exponent)  # (V,)
-    return weights / weights.sum()
+    wide = torch.promote_types(counts.dtype, torch.float32)  # float16, bfloat16 -> float32
+    weights = counts.to(wide).pow(exponent)  # (V,)
+    return (weights / weights.sum()).to(counts.dtype)
 
 
 def sample_negatives(noise: torch.Tensor, shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:

@@ -295,11 +295,11 @@ class ReferenceImplementation:
         return negative_sampling_loss(in_table[centre_ids], out_table[context_ids], out_table[negative_ids])
 
     def glove_cooccurrence(self, ids: list[int], vocab_size: int, window: int, *,
-                           dtype: torch.dtype = torch.float64) -> torch.Tensor:
+                           dtype: torch.dtype = torch.float64, device: str = "cpu") -> torch.Tensor:
         """:func:`specformer.reference.embeddings.glove.cooccurrence_counts` (``1/d`` weighting)."""
         from specformer.reference.embeddings.glove import cooccurrence_counts
 
-        return cooccurrence_counts([ids], vocab_size, window, dtype=dtype)
+        return cooccurrence_counts([ids], vocab_size, window, dtype=dtype, device=device)
 
     def glove_loss(self, x: torch.Tensor, w: torch.Tensor, w_tilde: torch.Tensor, b: torch.Tensor,
                    b_tilde: torch.Tensor, x_max: float = 100.0, alpha: float = 0.75) -> torch.Tensor:

@@ -5,7 +5,9 @@ family's learned table and input sum).
   ``gamma`` and ``beta``; it normalises the last axis, as the protocol does.
 * ``encoder_layer``: ``torch.nn.TransformerEncoderLayer(batch_first=True, dropout=0)``
   with ``norm_first`` as asked, in evaluation mode (where PyTorch may take its fused
-  "fast path"); ``causal`` passes a causal ``src_mask`` with ``is_causal=True``.
+  "fast path"); ``causal`` passes a causal ``src_mask`` with ``is_causal=True``. On CUDA
+  that path computes ``gelu`` with the tanh approximation (``torch._addmm_activation``),
+  a known deviation (``deviations.toml``); ``encoder_stack`` inherits it.
 * ``decoder_layer``: ``torch.nn.TransformerDecoderLayer`` likewise, with a causal
   ``tgt_mask``.
 * ``feed_forward``: the feed-forward block of a ``TransformerEncoderLayer``

@@ -136,7 +136,7 @@ class EmbeddingCalls(_Base):
     def glove_cooccurrence(self, ids: list[int], vocab_size: int, window: int) -> torch.Tensor:
         """The implementation's co-occurrence counts ``(V, V)``, as float64."""
         result = self.call("glove_cooccurrence", list(ids), vocab_size, window,
-                           names=("ids", "vocab_size", "window"), dtype=self.dtype)
+                           names=("ids", "vocab_size", "window"), dtype=self.dtype, device=str(self.device))
         return self._returned("glove_cooccurrence", result, (vocab_size, vocab_size), "co-occurrence counts")
 
     def glove_loss(self, x: torch.Tensor, w: torch.Tensor, w_tilde: torch.Tensor, b: torch.Tensor,

@@ -35,9 +35,10 @@ contextual model (``token_vectors``), which keep the model's own floating dtype.
 * ``negative_sampling_loss(centre_ids, context_ids, negative_ids, in_table, out_table)``:
   ``-log sigma(v'_O . v_I) - sum_k log sigma(-v'_k . v_I)`` per pair, ids ``(B,)``, ``(B,)``,
   ``(B, k)``; shape ``(B,)``;
-* ``glove_cooccurrence(ids, vocab_size, window, dtype=...)``: GloVe's ``(V, V)`` counts of a
-  text of word ids: every two positions ``1 <= d <= window`` apart add ``1/d`` to both
-  ``X[a, b]`` and ``X[b, a]``;
+* ``glove_cooccurrence(ids, vocab_size, window, dtype=..., device=...)``: GloVe's ``(V, V)``
+  counts of a text of word ids: every two positions ``1 <= d <= window`` apart add ``1/d`` to
+  both ``X[a, b]`` and ``X[b, a]``; its inputs are plain integers, so the device under test
+  comes as ``device`` (as ``alibi_bias``'s does);
 * ``glove_loss(x, w, w_tilde, b, b_tilde, x_max, alpha)``: ``sum_{X_ij > 0} f(X_ij) (w_i . w~_j
   + b_i + b~_j - log X_ij)^2`` as a 0-d tensor (pairs with ``X_ij = 0`` add nothing);
 * ``fasttext_vector(word, words, word_table, ngrams, ngram_table, min_n, max_n)``: the vector
@@ -135,8 +136,8 @@ class WordVectorTrainingImplementation(Protocol):
         ...
 
     def glove_cooccurrence(self, ids: list[int], vocab_size: int, window: int, *,
-                           dtype: torch.dtype = torch.float64) -> torch.Tensor:
-        """GloVe's symmetric, ``1/d``-weighted co-occurrence counts ``(V, V)`` in ``dtype``."""
+                           dtype: torch.dtype = torch.float64, device: str = "cpu") -> torch.Tensor:
+        """GloVe's symmetric, ``1/d``-weighted co-occurrence counts ``(V, V)`` in ``dtype`` on ``device``."""
         ...
 
     def glove_loss(self, x: torch.Tensor, w: torch.Tensor, w_tilde: torch.Tensor, b: torch.Tensor,
