@@ -97,6 +97,15 @@ def test_a_failing_listed_row_becomes_a_known_deviation_and_keeps_its_evidence()
     assert deviations.apply(row("error"), [entry(property=PROP, reason="r")]).outcome == "known-deviation"
 
 
+def test_a_lost_worker_is_never_hidden_by_an_entry() -> None:
+    """A listed row whose worker crashed (OpenBLAS could not allocate, say) stays an error: the entry's
+    reason is about what the library computes, not about a crash."""
+    lost = row("error", message="hf-bert: the worker exited with status 1 while calling attention")
+    lost.worker_lost = True
+    out = deviations.apply(lost, [entry(claim="masking.*", reason="known")])
+    assert out.outcome == "error" and out.deviation_reason is None and not out.as_expected
+
+
 def test_a_listed_row_that_conforms_is_fixed_and_fails_only_when_strict() -> None:
     listed = [entry(claim="masking.causal-no-future", implementation="mi*", reason="r")]
     fixed = deviations.apply(row("pass"), listed)

@@ -174,6 +174,8 @@ def apply(row: RowResult, entries: Iterable[Deviation], impl_spec: str | None = 
     """Relabel ``row`` by the first entry that lists it (module doc); ``strict`` makes ``fixed`` fail."""
     if row.outcome in ("skipped", "not-applicable") or row.implementation == MATH:
         return row
+    if row.worker_lost:  # a crash, a kill, a timeout: whatever an entry lists, it did not list this
+        return row
     entry = next((e for e in entries if e.matches(row, impl_spec)), None)
     if entry is None or (entry.intermittent and row.outcome in CONFORMING_OUTCOMES):
         return row

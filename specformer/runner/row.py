@@ -116,6 +116,9 @@ class RowResult:
     original_outcome: str | None = None
     #: ``--strict-deviations``: a ``fixed`` row is not as expected (not stored in the report)
     strict_deviations: bool = field(default=False, repr=False)
+    #: the worker was lost (crashed, killed, out of time or memory): no deviation entry may hide that
+    #: (not stored in the report; the message says it)
+    worker_lost: bool = field(default=False, repr=False)
 
     @property
     def as_expected(self) -> bool:
@@ -127,7 +130,7 @@ class RowResult:
     def to_json(self) -> dict[str, Any]:
         """The row as the report stores it."""
         data = asdict(self)
-        del data["strict_deviations"]
+        del data["strict_deviations"], data["worker_lost"]
         return {**data, "as_expected": self.as_expected}
 
 
@@ -262,7 +265,7 @@ def run_property(
     except KeyboardInterrupt:
         raise
     except WorkerLost as exc:
-        row.outcome, row.message = "error", f"{impl_name}: {exc}"
+        row.outcome, row.message, row.worker_lost = "error", f"{impl_name}: {exc}", True
         if "did not answer in time" in str(exc):
             row.message += _time_limit_note(ctx, timeout_s)
     except RowTimeout as exc:
