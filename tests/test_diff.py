@@ -235,3 +235,18 @@ def test_a_fresh_report_records_each_implementations_library_and_version(tmp_pat
     libraries = {i["name"]: i["library"] for i in data["implementations"]}
     assert libraries["reference"] == {"name": "specformer", "version": specformer.__version__}
     assert libraries["torch-sdpa"] == {"name": "torch", "version": torch.__version__}
+
+
+def test_the_published_cuda_report_is_compared_with_a_cpu_report(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The site's published CUDA rows (docs/results/) against a CPU run of the same rows: matched without
+    the device, each outcome from the published file."""
+    published = json.loads((ROOT / "docs" / "results" / "cuda-h100.json").read_text(encoding="utf-8"))
+    cpu = copy.deepcopy(published)
+    for r in cpu["rows"]:
+        r["device"] = "cpu"
+    changed = next(r for r in cpu["rows"] if r["outcome"] == "pass")
+    changed["outcome"], changed["message"] = "fail", "off on the CPU"
+    code, out, _ = diff(capsys, write(tmp_path / "cpu.json", cpu), str(ROOT / "docs" / "results" / "cuda-h100.json"))
+    assert code == 1 and "device ignored, automatically" in out
+    assert f"{changed['property']} [{changed['dtype']}]  fail -> pass" in out, out[-2000:]
