@@ -280,11 +280,11 @@ def failure_block(row: Mapping[str, Any], also: Sequence[Mapping[str, Any]] = ()
 
     ``also``: rows with the same failure on other devices or dtypes, shown in the same block.
     """
-    labels = ", ".join(f"{r.get('device')}/{r.get('dtype')}" for r in (row, *also))
+    labels = ", ".join(dict.fromkeys(f"{r.get('device')}/{r.get('dtype')}" for r in (row, *also)))
     lines = [f"{str(row.get('outcome', '?')).upper()}  {row.get('claim')}",
              f"  property: {row.get('property')}",
              f"  implementation: {row.get('implementation')} on {labels}" if also else
-             f"  implementation: {row_label(row)}"]
+             f"  implementation: {row_label(row)}", *_same_error_lines((row, *also))]
     if row.get("original_outcome"):
         lines.append(f"  listed as a known deviation ({row.get('deviation_reason')}); it now ends "
                      f"{row.get('original_outcome')}")
@@ -311,10 +311,23 @@ def failure_block(row: Mapping[str, Any], also: Sequence[Mapping[str, Any]] = ()
 
 def _failure_key(row: Mapping[str, Any]) -> tuple[str, ...]:
     """Rows with equal keys show one failure: same property, implementation, outcome and message
-    up to its numbers (the tolerances and the values differ between dtypes)."""
+    up to its numbers (the tolerances and the values differ between dtypes). An error with the
+    same message is one failure whatever property met it (one signature mistake, one missing
+    attribute, errs in every row that calls the operation)."""
     message = re.sub(r"-?\d+(?:\.\d*)?(?:e[-+]?\d+)?", "#", str(row.get("message") or ""))
+    if row.get("outcome") == "error":
+        return ("", "", str(row.get("implementation")), "error", message)
     return (str(row.get("claim")), str(row.get("property")), str(row.get("implementation")),
             str(row.get("outcome")), message)
+
+
+def _same_error_lines(group: Sequence[Mapping[str, Any]], shown: int = 6) -> list[str]:
+    """For one error met by several properties: ``  the same error in 9 rows: ...`` (a few named)."""
+    if len({r.get("property") for r in group}) < 2:
+        return []
+    names = [f"{r.get('claim')} {r.get('property')} [{r.get('device')}/{r.get('dtype')}]" for r in group]
+    more = f", and {len(names) - shown} more" if len(names) > shown else ""
+    return [f"  the same error in {len(group)} rows: {'; '.join(names[:shown])}{more}"]
 
 
 def grouped_failures(rows: Iterable[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
@@ -332,8 +345,16 @@ def fixed_lines(rows: Iterable[Mapping[str, Any]]) -> list[str]:
             for r in rows if r.get("outcome") == "fixed"]
 
 
-def _counts(rows: Iterable[Mapping[str, Any]]) -> str:
-    return ", ".join(f"{n} {o}" for o, n in sorted(Counter(str(r["outcome"]) for r in rows).items()))
+#: What each letter of the progress line means (pytest prints a letter per row as it ends).
+LEGEND = ("progress letters: . pass, r refuted (a counterexample to a claim that is false as written: expected), "
+          "s not applicable or skipped, x known deviation, X fixed, ? inconclusive, F fail, E error")
+#: What a count names, where the word alone may mislead.
+_MEANING = {"refuted": "refuted (as expected)", "not-applicable": "not applicable"}
+
+
+def _counts(rows: Iterable[Mapping[str, Any]], explained: bool = False) -> str:
+    counts = sorted(Counter(str(r["outcome"]) for r in rows).items())
+    return ", ".join(f"{n} {_MEANING.get(o, o) if explained else o}" for o, n in counts)
 
 
 def _provides_line(impl: Mapping[str, Any], families: Iterable[str] | None,
@@ -356,23 +377,46 @@ def _provides_line(impl: Mapping[str, Any], families: Iterable[str] | None,
     return f"  –   {impl['name']} does not provide: {', '.join(parts)} (its rows are not applicable or absent)"
 
 
+def _failure_lines(bad_rows: Sequence[Mapping[str, Any]], report: str | None) -> list[tuple[str, dict[str, bool]]]:
+    """The count of rows not as expected and one block per distinct failure."""
+    groups = grouped_failures(bad_rows)
+    same = (f" ({len(groups)} distinct failure{'s' if len(groups) > 1 else ''})"
+            if len(groups) < len(bad_rows) else "")
+    out = [(f"{len(bad_rows)} rows did not end as expected{same}:", {"red": True, "bold": True})]
+    for group in groups:
+        out += [("", {}), *((line, {}) for line in failure_block(group[0], group[1:], report))]
+    return out
+
+
 def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str, Any]], done: bool,
                   expected_rows: int | None, families: Iterable[str] | None = None,
                   math_left_out: int = 0, family_operations: Mapping[str, Sequence[str]] | None = None,
-                  report: str | None = None) -> list[tuple[str, dict[str, bool]]]:
+                  report: str | None = None, failures_first: bool = False) -> list[tuple[str, dict[str, bool]]]:
     """The summary of a run as ``(line, markup)`` pairs (markup: pytest's ``red``, ``green``, ``bold``...).
 
     ``families``: the families the selection touched (lines about the others are left out);
-    ``math_left_out``: selected properties that call no implementation and were not run.
+    ``math_left_out``: selected properties that call no implementation and were not run;
+    ``failures_first``: the failure blocks before the claim lines (a user's ``--impl`` run, where
+    the first screen should show what broke). Claims whose every row is not applicable are
+    counted on one line, not listed.
     """
     families = None if families is None else sorted(families)
     out: list[tuple[str, dict[str, bool]]] = []
+    bad_rows = [r for r in rows if not r["as_expected"]]
+    if failures_first and bad_rows:
+        out += [*_failure_lines(bad_rows, report), ("", {})]
     by_claim: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         by_claim.setdefault(str(row["claim"]), []).append(row)
+    inapplicable = [c for c, claim_rows in by_claim.items() if all(r["outcome"] == "not-applicable" for r in claim_rows)]
     for claim, claim_rows in sorted(by_claim.items()):
+        if claim in inapplicable:
+            continue
         bad = any(not r["as_expected"] for r in claim_rows)
         out.append((f"{'FAIL' if bad else ' ok '}  {claim:48s} {_counts(claim_rows)}", {"red": bad}))
+    if inapplicable:
+        out.append((f"  –   {len(inapplicable)} claim{'s' if len(inapplicable) != 1 else ''} entirely not applicable "
+                    "(the implementations lack their operations, dtypes or conventions; the report has each row)", {}))
     for impl in impls:
         if impl["status"] != "loaded":
             out.append((f"FAIL  implementation {impl['spec']!r} could not be loaded: {impl['message']}", {"red": True}))
@@ -383,14 +427,8 @@ def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str
     if math_left_out:
         out.append((f"  –   {math_left_out} selected properties call no implementation and were not run "
                     "(they run in the suite's own run; add --with-math to run them here)", {}))
-    bad_rows = [r for r in rows if not r["as_expected"]]
-    if bad_rows:
-        groups = grouped_failures(bad_rows)
-        same = (f" ({len(groups)} distinct failure{'s' if len(groups) > 1 else ''})"
-                if len(groups) < len(bad_rows) else "")
-        out += [("", {}), (f"{len(bad_rows)} rows did not end as expected{same}:", {"red": True, "bold": True})]
-        for group in groups:
-            out += [("", {}), *((line, {}) for line in failure_block(group[0], group[1:], report))]
+    if bad_rows and not failures_first:
+        out += [("", {}), *_failure_lines(bad_rows, report)]
     fixed = fixed_lines(rows)
     if fixed:
         out += [("", {}), (f"{len(fixed)} listed deviations no longer deviate; remove their entries from the "
@@ -401,6 +439,7 @@ def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str
                f"{', '.join(unloaded)} could not be loaded (see above)" if done and unloaded and not rows else
                "SOME CLAIMS DID NOT END AS EXPECTED" if done else
                f"THE RUN DID NOT COMPLETE ({len(rows)} of {expected_rows or '?'} rows ran)")
-    out += [("", {}), (f"{len(by_claim)} claims, {len(rows)} rows: {_counts(rows) or 'none'} — {verdict}",
-                       {"green": ok, "red": not ok, "bold": True})]
+    out += [("", {}), (LEGEND, {}),
+            (f"{len(by_claim)} claims, {len(rows)} rows: {_counts(rows, explained=True) or 'none'} — {verdict}",
+             {"green": ok, "red": not ok, "bold": True})]
     return out

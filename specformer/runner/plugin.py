@@ -662,7 +662,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                                       families=families or None, math_left_out=left_out,
                                       family_operations={name: [op.method for op in family.operations]
                                                          for name, family in FAMILIES.items()},
-                                      report=state.option("specformer_report")):
+                                      report=state.option("specformer_report"),
+                                      failures_first=bool(state.option("specformer_impl"))):
         tr.write_line(line, **markup)
     if state.option("specformer_strict_deviations"):  # the failures the entries hid, shown
         for line in deviations.hidden_lines(state.rows):
