@@ -174,3 +174,36 @@ def test_a_worker_reports_the_declaration_and_refuses_a_malformed_one(tmp_path: 
     rows = [r for r in data["rows"] if r["implementation"] == "mine-float64"]
     assert {r["dtype"]: r["outcome"] for r in rows} == {"float32": "not-applicable", "float64": "pass"}, done.stdout
     assert done.returncode == 1  # a load error fails the run
+
+
+class _CentreInContext:
+    """A CBOW whose context keeps the centre word (a legitimate convention only when declared)."""
+
+    name = "centre-in-context"
+
+    def skipgram_pairs(self, ids, window):
+        return ReferenceImplementation().skipgram_pairs(ids, window)
+
+    def cbow_examples(self, ids, window):
+        return [(sorted(context + [centre]), centre) for context, centre in ReferenceImplementation().cbow_examples(ids, window)]
+
+
+class _DeclaresCentreInContext(_CentreInContext):
+    name = "declares-centre-in-context"
+    capabilities = Capabilities(conventions={"cbow_context": frozenset({"with_centre"})})
+
+
+TRAINING_EXAMPLES = "word2vec.skipgram_makes_about_2c_examples_per_word_and_cbow_one"
+
+
+def test_an_undeclared_convention_about_what_the_implementation_does_is_the_documents_value() -> None:
+    """cbow_context defaults to the documents' without_centre: a CBOW that keeps the centre word and
+    declares nothing fails; declaring with_centre makes the same code pass."""
+    assert CONVENTIONS["cbow_context"].default == ("without_centre",)
+    assert CONVENTIONS["skipgram_window"].default == ("fixed",)
+    assert CONVENTIONS["composition"].default is None  # the documents disagree: every value
+    assert CONVENTIONS["tokenizer_kind"].default is None  # what the caller asks for: every value
+    undeclared = run_row(TRAINING_EXAMPLES, _CentreInContext())
+    assert undeclared.outcome == "fail", (undeclared.outcome, undeclared.message)
+    assert run_row(TRAINING_EXAMPLES, _DeclaresCentreInContext()).outcome == "pass"
+    assert run_row(TRAINING_EXAMPLES, ReferenceImplementation()).outcome == "pass"

@@ -136,22 +136,31 @@ class ContextBase:
         unknown = [c for c in candidates if not any(c == a and type(c) is type(a) for a in allowed)]
         if unknown:
             raise ValueError(f"{unknown!r} are not values of convention {convention!r} ({allowed!r})")
-        if self.capabilities is None:
-            return tuple(candidates)
-        chosen = tuple(c for c in candidates if self.capabilities.supports(convention, c))
+        chosen = tuple(c for c in candidates if self.supports(convention, c))
         if not chosen:
-            declared = sorted(self.capabilities.conventions.get(convention, ()), key=repr)
-            raise OutsideDeclaration(f"{self.impl_name} declares {convention} in {{{', '.join(map(repr, declared))}}}; "
-                                f"this property needs {' or '.join(map(repr, candidates))}")
+            declared = sorted(self._declared(convention) or (), key=repr)
+            how = "declares" if self.capabilities is not None and convention in self.capabilities.conventions else \
+                "declares nothing, so it is held to the documents' value:"
+            raise OutsideDeclaration(f"{self.impl_name} {how} {convention} in {{{', '.join(map(repr, declared))}}}; "
+                                     f"this property needs {' or '.join(map(repr, candidates))}")
         return chosen
+
+    def _declared(self, convention: str) -> tuple[Any, ...] | frozenset[Any] | None:
+        """The values of ``convention`` the implementation is held to: its declaration, else the
+        convention's default (the documents' value), else ``None`` (every value)."""
+        if self.capabilities is not None and convention in self.capabilities.conventions:
+            return self.capabilities.conventions[convention]
+        return CONVENTIONS[convention].default
 
     def require(self, convention: str, value: Any) -> Any:
         """``value``, or :class:`OutsideDeclaration` at once if the implementation declares it does not follow it."""
         return self.choices(convention, (value,))[0]
 
     def supports(self, convention: str, value: Any) -> bool:
-        """Whether the implementation declares it follows ``value`` of ``convention`` (undeclared: yes)."""
-        return self.capabilities is None or self.capabilities.supports(convention, value)
+        """Whether the implementation follows ``value`` of ``convention``: by its declaration, or, undeclared,
+        by the convention's default (every value where it has none)."""
+        declared = self._declared(convention)
+        return declared is None or any(value == d and type(value) is type(d) for d in declared)
 
     def __repr__(self) -> str:
         return f"Context({self.impl_name}, {self.device.type}, {self.dtype_name})"

@@ -7,7 +7,9 @@ An implementation may carry a ``capabilities`` attribute, a :class:`Capabilities
 * ``dtypes`` and ``devices``: where it runs (default: every dtype of every device);
 * ``conventions``: for each named convention of a family (registered in that family's
   protocol module as a :class:`Convention`, e.g. ``pairing`` for rotary embeddings or
-  ``norm_first`` for encoder layers), the values it supports (default: every value).
+  ``norm_first`` for encoder layers), the values it supports (default: the convention's
+  ``default``, the documents' value where the convention says what the implementation
+  does; every value where it has none).
 
 The suite uses the declaration three ways. A row whose operations, dtype or device fall
 outside it is *not applicable* at once, with the reason, and draws no example. A property
@@ -59,10 +61,17 @@ class Convention:
 
     ``values`` are every value the protocol allows (the properties draw from them);
     ``doc`` says what the convention means, for the protocol pages and error messages.
+    ``default``: the values an implementation that does not declare the convention is held
+    to. A convention about what the implementation *does* (which words a CBOW context
+    holds, whether a skip-gram window is fixed) defaults to the documents' value: a user
+    who follows another declares it, and an undeclared departure is a failure, not a pass.
+    A convention about what the *caller* passes, or one the documents leave open, has no
+    default (``None``): every value.
     """
 
     values: tuple[Any, ...]
     doc: str = ""
+    default: tuple[Any, ...] | None = None
 
 
 def _frozen(values: Iterable[Any] | None, what: str) -> frozenset[Any] | None:

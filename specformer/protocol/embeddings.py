@@ -30,17 +30,31 @@ contextual model (``token_vectors``), which keep the model's own floating dtype.
 * ``cbow_examples(ids, window)``: CBOW's ``(context ids, centre id)`` examples, one per
   position with at least one neighbour: the context lists the words at most ``window``
   positions away, in text order, the centre word left out;
-* ``skipgram_softmax(centre_ids, in_table, out_table)``: the full softmax ``p(w | w_I) =
-  exp(v'_w . v_I) / sum_u exp(v'_u . v_I)`` for each centre id ``(B,)``, shape ``(B, V)``;
+* ``skipgram_softmax(centre_ids, in_table, out_table)``: the full softmax for each centre
+  id ``(B,)``, shape ``(B, V)``:
+
+    ```text
+    p(w | w_I) = exp(v'_w . v_I) / sum_u exp(v'_u . v_I)
+    ```
+
 * ``negative_sampling_loss(centre_ids, context_ids, negative_ids, in_table, out_table)``:
-  ``-log sigma(v'_O . v_I) - sum_k log sigma(-v'_k . v_I)`` per pair, ids ``(B,)``, ``(B,)``,
-  ``(B, k)``; shape ``(B,)``;
+  the loss of each pair, ids ``(B,)``, ``(B,)``, ``(B, k)``; shape ``(B,)``:
+
+    ```text
+    -log sigma(v'_O . v_I) - sum_k log sigma(-v'_k . v_I)
+    ```
+
 * ``glove_cooccurrence(ids, vocab_size, window, dtype=..., device=...)``: GloVe's ``(V, V)``
   counts of a text of word ids: every two positions ``1 <= d <= window`` apart add ``1/d`` to
   both ``X[a, b]`` and ``X[b, a]``; its inputs are plain integers, so the device under test
   comes as ``device`` (as ``alibi_bias``'s does);
-* ``glove_loss(x, w, w_tilde, b, b_tilde, x_max, alpha)``: ``sum_{X_ij > 0} f(X_ij) (w_i . w~_j
-  + b_i + b~_j - log X_ij)^2`` as a 0-d tensor (pairs with ``X_ij = 0`` add nothing);
+* ``glove_loss(x, w, w_tilde, b, b_tilde, x_max, alpha)``: GloVe's weighted least-squares
+  loss as a 0-d tensor (pairs with ``X_ij = 0`` add nothing):
+
+    ```text
+    sum_{X_ij > 0} f(X_ij) (w_i . w~_j + b_i + b~_j - log X_ij)^2
+    ```
+
 * ``fasttext_vector(word, words, word_table, ngrams, ngram_table, min_n, max_n)``: the vector
   FastText composes for ``word`` from its own row of ``word_table`` (if ``word`` is in
   ``words``) and the rows of ``ngram_table`` of its n-grams listed in ``ngrams`` (others are
@@ -121,7 +135,9 @@ class WordVectorTrainingImplementation(Protocol):
         ...
 
     def cbow_examples(self, ids: list[int], window: int) -> list[tuple[list[int], int]]:
-        """``(context, ids[t])`` for each ``t`` with a neighbour; the context is ``ids[t-window:t] + ids[t+1:t+window+1]``."""
+        """``(context, ids[t])`` for each ``t`` with a neighbour; the context is
+        ``ids[max(0, t - window):t] + ids[t + 1:t + window + 1]`` (near the start of the text,
+        fewer than ``window`` words on the left: nothing wraps around)."""
         ...
 
     def skipgram_softmax(self, centre_ids: torch.Tensor, in_table: torch.Tensor,
@@ -194,10 +210,13 @@ CONVENTIONS: dict[str, Convention] = {
         values=("fixed", "dynamic"),
         doc="Whether skipgram_pairs pairs every word within the window (fixed, the documents' formula) or "
             "shrinks the window per centre word (dynamic, word2vec's and gensim's sampling). The properties "
-            "that count pairs need a fixed window."),
+            "that count pairs need a fixed window. Undeclared: fixed.",
+        default=("fixed",)),
     "cbow_context": Convention(
         values=("without_centre", "with_centre"),
-        doc="Whether cbow_examples' context leaves the centre word out (the documents) or keeps it."),
+        doc="Whether cbow_examples' context leaves the centre word out (the documents) or keeps it. "
+            "Undeclared: without_centre.",
+        default=("without_centre",)),
 }
 
 #: The embeddings family, registered in :data:`specformer.protocol.FAMILIES`.

@@ -90,13 +90,17 @@ def _fields_comment(module: Any, name: str) -> list[str]:
 
 
 def _conventions_block(family: Any, module: Any) -> list[str]:
-    """The family's registered conventions, as commented lines of a ``capabilities`` declaration."""
+    """The family's registered conventions as lines of a ``capabilities`` declaration: those with a default
+    (the documents' value, what an undeclared implementation is held to) written out with it, to change
+    if yours follows another; the others commented out with every value (uncomment to restrict)."""
     conventions = dict(getattr(family, "conventions", None) or getattr(module, "CONVENTIONS", None) or {})
     lines = []
     for name, convention in conventions.items():
-        values = getattr(convention, "values", ())
+        default = getattr(convention, "default", None)
+        values = default if default is not None else getattr(convention, "values", ())
         doc = " ".join(str(getattr(convention, "doc", "")).split())
-        lines.append(f"    #     {name!r}: frozenset({{{', '.join(repr(v) for v in values)}}}),  # {doc}")
+        prefix = "    " if default is not None else "    #     "
+        lines.append(f"{prefix}{name!r}: frozenset({{{', '.join(repr(v) for v in values)}}}),  # {doc}")
     return lines
 
 
@@ -116,8 +120,11 @@ def _capabilities(family: str, module: Any) -> list[str]:
             "        devices=frozenset({\"cpu\"}),",
             *([
                 "        conventions={",
-                "            # the family's conventions: uncomment to restrict; a name left out means every value",
-                *[line.replace("    #     ", "            # ", 1) for line in conventions],
+                "            # the family's conventions. Written out: the documents' value, which an undeclared",
+                "            # implementation is held to (change it if yours follows another); commented out: every",
+                "            # value (uncomment to restrict)",
+                *[line.replace("    #     ", "            # ", 1) if line.startswith("    #     ")
+                  else "        " + line for line in conventions],
                 "        },",
             ] if conventions else ["        conventions={},  # the family registers no named convention"]),
             "    )",
