@@ -221,3 +221,29 @@ def test_a_cut_row_of_a_property_that_draws_inside_its_body_is_a_failure_not_a_f
     describe_failure(row, prop, budget)
     assert row.outcome == "fail", row.message
     assert "Flaky" not in row.message
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@pytest.mark.parametrize("example, old, new, call", [
+    # BPE: the merges applied in reverse order
+    ("tokenization.py", "for pair in merges:", "for pair in reversed(merges):", "impl.bpe_encode("),
+    # embeddings: the cosine without the norm of b
+    ("embeddings.py", "norms = a.norm(dim=-1) * b.norm(dim=-1)", "norms = a.norm(dim=-1) * a.norm(dim=-1)",
+     "impl.cosine_similarity("),
+])
+def test_a_planted_bug_shows_its_message_and_a_call_into_the_users_code_in_the_first_30_lines(
+        tmp_path: Path, example: str, old: str, new: str, call: str) -> None:
+    source = (EXAMPLES / example).read_text(encoding="utf-8")
+    assert old in source
+    path = tmp_path / f"buggy_{example}"
+    path.write_text(source.replace(old, new), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "specformer", "run", "--impl", str(path),
+                           "--report", str(tmp_path / "r.json")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    first = done.stdout.splitlines()[:30]
+    text = "\n".join(first)
+    assert any(line.startswith("FAIL  ") for line in first), text
+    assert "  message:" in text and call in text, text

@@ -96,6 +96,7 @@ class ContextBase:
         self.timings: dict[str, list[float]] = {}
         self._calling: tuple[str, float] | None = None
         self._process = 0
+        self.last_call: tuple[str, tuple[Any, ...], dict[str, Any]] | None = None
 
     @contextmanager
     def in_another_process(self) -> Iterator[None]:
@@ -173,7 +174,11 @@ class ContextBase:
         """
         if x is None or x.dtype == torch.bool:
             return x
-        return x.to(dtype=self.dtype)
+        cast = x.to(dtype=self.dtype)
+        recipe = getattr(x, "_specformer_recipe", None)
+        if recipe is not None and cast is not x:  # how it was drawn, for a failing call shown as Python
+            cast._specformer_recipe = recipe
+        return cast
 
     def _returned(self, op: str, value: Any, shape: tuple[int, ...], what: str) -> torch.Tensor:
         """Check a returned tensor and bring it back as float64 on the CPU."""
@@ -212,6 +217,8 @@ class ContextBase:
                    "names": names, "device": str(self.device), "count_flops": self._flops is not None}
         if self._process:
             request["process"] = self._process
+        #: the last call into the implementation: what a failure's summary shows as Python
+        self.last_call = (op, args, {**kwargs, **{k: v for k, v in (optional or {}).items()}})
         start = time.monotonic()
         self._calling = (op, start)
         answer = self.backend.call(request, f"calling {op}", self.deadline)

@@ -59,9 +59,10 @@ _ROW_FIELDS = {
     "seed": {"type": ["integer", "null"], "minimum": 0},
     "deviation_reason": {"type": ["string", "null"]},
     "original_outcome": {"enum": [*OUTCOMES, None]},
+    "call": {"type": ["string", "null"]},  # the last call into the implementation before a failure
 }
 #: Row fields every row has; the others of ``_ROW_FIELDS`` came later within version 2.
-_REQUIRED_ROW_FIELDS = [f for f in _ROW_FIELDS if f not in ("seed", "deviation_reason", "original_outcome")]
+_REQUIRED_ROW_FIELDS = [f for f in _ROW_FIELDS if f not in ("seed", "deviation_reason", "original_outcome", "call")]
 
 #: JSON schema of a report (version 2).
 REPORT_SCHEMA: dict[str, Any] = {

@@ -131,8 +131,9 @@ def render_tensor(t: Any) -> str:
         return f"torch.tensor({body}" + ("" if default else f", dtype=torch.{dtype}") + ")"
     if recipe is not None:
         r_shape, bound, seed = recipe
+        cast = "" if dtype == "float64" else f".to(torch.{dtype})"
         return (f"((torch.rand({tuple(r_shape)}, generator=torch.Generator().manual_seed({seed}), "
-                f"dtype=torch.float64) * 2 - 1) * {bound!r})")
+                f"dtype=torch.float64) * 2 - 1) * {bound!r}){cast}")
     try:
         flat = t.detach().cpu().flatten()[:SHOWN_ENTRIES].tolist()
         shown = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in flat)  # a glimpse, not a copy
@@ -216,6 +217,17 @@ def render_call(name: str, kwargs: Mapping[str, Any]) -> str | None:
     return "\n".join([f"{name}(", *parts, ")"])
 
 
+def render_implementation_call(op: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+    """``impl.op(arg, ..., keyword=value)``: a call into the implementation as Python; an argument that
+    cannot be written so shows as ``<...>`` (a glimpse, not pasteable)."""
+    def shown(value: Any) -> str:
+        text = render_value(value)
+        return text if text is not None else f"<{type(value).__name__}>"
+
+    parts = [shown(a) for a in args] + [f"{key}={shown(value)}" for key, value in kwargs.items()]
+    return f"impl.{op}({', '.join(parts)})"
+
+
 def _tensor_summary(inner: str) -> str | None:
     """``[[1., 2.], [3., 4.]], dtype=torch.float64`` -> ``shape (2, 2) float64: 1., 2., 3., ...``."""
     body, _, rest = inner.partition("]")
@@ -291,6 +303,9 @@ def failure_block(row: Mapping[str, Any], also: Sequence[Mapping[str, Any]] = ()
     message = shorten_tensors(str(row.get("message") or "").strip())
     if message:
         lines += ["  message:", *(f"    {line}" for line in message.splitlines())]
+    if row.get("call"):
+        lines += [f"  the call into {row.get('implementation')} (the last one before the failure), as Python:",
+                  *(f"    {line}" for line in shorten_tensors(str(row["call"]), 400).splitlines())]
     example = readable_counterexample(row.get("counterexample"))
     if example:
         lines += ["  counterexample:", *(f"    {line}" for line in shorten_tensors(example, 400).splitlines())]

@@ -57,7 +57,7 @@ from specformer.report.model import ReportWriter, implementation_entry, naming_p
 from specformer.runner.row import MATH, RowResult, run_property
 from specformer.runner.selection import claim_globs, row_selected, topic_selects
 from specformer.runner.shrinking import ShrinkBudget, budget_for
-from specformer.report.summary import failure_block, render_call, summary_lines
+from specformer.report.summary import failure_block, render_call, render_implementation_call, summary_lines
 from specformer.runner.supervisor import DEFAULT_MEMORY_MIB, WorkerPool, WorkerSettings, shutdown
 
 PROPERTIES_DIR = Path(specformer.properties.__file__).parent.resolve()
@@ -461,6 +461,9 @@ def describe_failure(row: RowResult, prop: Property, budget: ShrinkBudget) -> No
         rendered = render_call(prop.name, budget.failing[1])
         if rendered is not None:
             row.counterexample = rendered
+        if budget.failing_call is not None:
+            op, args, kwargs = budget.failing_call
+            row.call = render_implementation_call(op, args, kwargs)
 
 
 class _OutputMark:

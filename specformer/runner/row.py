@@ -114,6 +114,8 @@ class RowResult:
     seed: int | None = None
     deviation_reason: str | None = None
     original_outcome: str | None = None
+    #: the last call into the implementation before the failure, as Python (``impl.op(...)``)
+    call: str | None = None
     #: ``--strict-deviations``: a ``fixed`` row is not as expected (not stored in the report)
     strict_deviations: bool = field(default=False, repr=False)
     #: the worker was lost (crashed, killed, out of time or memory): no deviation entry may hide that

@@ -47,6 +47,8 @@ class ShrinkBudget:
         self.failing_mark: Any = None
         #: the message of the last failing example (the smallest found)
         self.failing_message = ""
+        #: the last call into the implementation in the last failing example: ``(op, args, kwargs)``
+        self.failing_call: tuple[str, tuple[Any, ...], dict[str, Any]] | None = None
 
     def _cut(self) -> None:
         self.cut = True
@@ -65,11 +67,15 @@ class ShrinkBudget:
             # The example runs to its end before the cut: stopping it before its draws would
             # make Hypothesis see a test that draws differently (FlakyStrategyDefinition).
             mark = self.mark()
+            ctx = kwargs.get("ctx", args[0] if args else None)
+            if hasattr(ctx, "last_call"):
+                ctx.last_call = None  # this example's calls only
             try:
                 result = inner(*args, **kwargs)
             except failures as exc:
                 self.failing, self.failing_mark = (args, kwargs), (mark, self.mark())
                 self.failing_message = str(exc).strip() or type(exc).__name__
+                self.failing_call = getattr(ctx, "last_call", None)
                 if over:
                     self._cut()
                 raise
