@@ -247,3 +247,22 @@ def test_a_planted_bug_shows_its_message_and_a_call_into_the_users_code_in_the_f
     text = "\n".join(first)
     assert any(line.startswith("FAIL  ") for line in first), text
     assert "  message:" in text and call in text, text
+
+
+def test_replay_writes_the_failing_call_out_and_is_offered_only_where_there_is_one(tmp_path: Path) -> None:
+    from specformer.report.summary import failure_block
+
+    source = (EXAMPLES / "tokenization.py").read_text(encoding="utf-8")
+    path = tmp_path / "buggy.py"
+    path.write_text(source.replace("for pair in merges:", "for pair in reversed(merges):"), encoding="utf-8")
+    report = tmp_path / "r.json"
+    subprocess.run([sys.executable, "-m", "specformer", "run", "--impl", str(path), "--topic", "bpe",
+                    "--report", str(report)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-m", "specformer", "replay", str(report), "merge-order", "-o",
+                           str(tmp_path / "out")], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "result = impl.bpe_encode('" in done.stdout, done.stdout
+    row = {"claim": "bpe.x", "property": "bpe.y", "implementation": "mine", "device": "cpu", "dtype": "float64",
+           "outcome": "fail", "message": "no counterexample to the claim as written", "as_expected": False}
+    assert not any("specformer replay" in line for line in failure_block(row, report="r.json"))
+    assert any("specformer replay" in line for line in failure_block({**row, "call": "impl.f(1)"}, report="r.json"))

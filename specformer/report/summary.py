@@ -316,7 +316,7 @@ def failure_block(row: Mapping[str, Any], also: Sequence[Mapping[str, Any]] = ()
         lines.append(f"  seed: {row['seed']}")
     if row.get("reproduce"):
         lines.append(f"  reproduce: {row['reproduce']}")
-    if report and row.get("outcome") in ("fail", "error") and row.get("implementation") != "math":
+    if report and row.get("call") and row.get("outcome") in ("fail", "error") and row.get("implementation") != "math":
         import shlex
 
         label = f"{row.get('property')}[{row.get('implementation')}/{row.get('device')}/{row.get('dtype')}]"

@@ -72,14 +72,35 @@ def _file_name(row: Mapping[str, Any]) -> str:
                                     f"{row.get('dtype')}").strip("-") + ".pt"
 
 
+def inline_call(call: Mapping[str, Any]) -> str | None:
+    """``impl.op(...)`` with every argument written out, or ``None`` when one is too large to write (the
+    saved file has it)."""
+    from specformer.report.summary import render_implementation_call
+    from specformer.runner import wire
+
+    from specformer.report.summary import render_value
+
+    args = [wire.unpack(a) for a in call["args"]]
+    kwargs = {k: wire.unpack(v) for k, v in call["kwargs"].items()}
+    for value in [*args, *kwargs.values()]:
+        text = render_value(value)
+        if text is None or text.startswith("<tensor"):  # not written out: a glimpse is no argument
+            return None
+    text = render_implementation_call(str(call["method"]), args, kwargs)
+    return text if len(text) <= 2000 else None
+
+
 def snippet(path: Path, spec: str, calls: Sequence[Mapping[str, Any]]) -> str:
-    """The Python that loads the saved inputs and calls the implementation."""
+    """The Python that calls the implementation as the failing example last did: written out where its
+    arguments are small, and loaded from the saved file in any case."""
     last = calls[-1]
     args = ", ".join(["*call['args']"] + (["**call['kwargs']"] if last["kwargs"] else []))
+    written = inline_call(last)
     return "\n".join([
         "import torch",
         "from specformer.runner.loading import load_implementation",
         f"impl = load_implementation({spec!r}).obj",
+        *([f"result = {written}  # the failing example's last call, written out"] if written else []),
         f"saved = torch.load({str(path)!r}, weights_only=False)",
         f"call = saved['calls'][-1]  # the last of the failing example's {len(calls)} call(s): {last['method']}",
         f"result = impl.{last['method']}({args})",
