@@ -22,13 +22,17 @@ from typing import Any, Iterable
 import jsonschema
 import yaml
 
-#: The source documents, by file name, with the title each one gives itself.
+#: The source documents, by file name, with the title each one gives itself: the text of
+#: its first heading, word for word (the only place the site takes titles from). 001, a
+#: saved web page, has no Markdown heading: its title is the page's first line after the
+#: "Skip to content" link; 004, a slide deck, opens with YAML settings whose ``#`` lines
+#: are comments: its title is the first slide's heading.
 DOCUMENTS: dict[str, str] = {
-    "000_4860f8a30b907c6c.txt": "C-4: Transformer Architecture (course notes)",
-    "001_8e2f81fb347e455a.txt": "Natural Language Processing (web notes)",
+    "000_4860f8a30b907c6c.txt": "C-4: Transformer Architecture",
+    "001_8e2f81fb347e455a.txt": "Natural Language Processing",
     "002_7a3e4e0c20e9295d.txt": "Day 4: Embeddings & Representation Learning",
     "003_4f541e8daf7f7192.txt": "Input Processing",
-    "004_47c0b0031f022460.txt": "Attention & Transformers (slides)",
+    "004_47c0b0031f022460.txt": "Attention & Transformers",
 }
 
 #: Verdicts for which the claim as written must be refuted by a counterexample.
@@ -41,6 +45,22 @@ _BLOCK = re.compile(r"^```yaml claim[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MU
 
 class ClaimError(ValueError):
     """A spec file holds a malformed, duplicated or dangling claim."""
+
+
+def cut_by_comment(block: str) -> str | None:
+    """The first unquoted value of a YAML block that YAML ends at `` #`` (the rest of its
+    line read as a comment and lost: ``title: marks pieces with ## and ▁`` parses as
+    ``marks pieces with``); ``None`` when there is none. Quoting the value keeps it whole."""
+    if "#" not in block:
+        return None
+    lines = block.splitlines()
+    for token in yaml.scan(block, Loader=yaml.SafeLoader):
+        if isinstance(token, yaml.ScalarToken) and token.plain:
+            end = token.end_mark
+            rest = lines[end.line][end.column:] if end.line < len(lines) else ""
+            if re.match(r"\s+#", rest):
+                return token.value
+    return None
 
 
 @dataclass(frozen=True)
@@ -148,6 +168,10 @@ def parse_spec_file(path: Path, family: str = "") -> list[Claim]:
             raise ClaimError(f"{where}: expected a mapping of fields, got {type(data).__name__}")
         if isinstance(data.get("id"), str):
             where = f"{file}: claim {data['id']!r}"
+        cut = cut_by_comment(match.group(1))
+        if cut is not None:
+            raise ClaimError(f"{where}: the value {cut!r} is cut short at ' #', which YAML reads as the start of "
+                             "a comment; quote the whole value")
         errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
         if errors:
             details = "; ".join(

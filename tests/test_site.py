@@ -96,7 +96,7 @@ def test_claim_page_renders_sources_statement_code_and_failure():
                       [row(SUMS, "attention.rows_sum_to_one", "reference", "pass"), FAIL],
                       known_topics=["attention", "masks"])
     assert page.startswith("# Attention weights sum to one")
-    assert "Attention &amp; Transformers (slides)" in page and 'title="004_47c0b0031f022460.txt"' in page
+    assert "Attention &amp; Transformers</span>" in page and 'title="004_47c0b0031f022460.txt"' in page
     assert "Attention weights" in page and "rows are distributions" in page
     assert "$$\n\\sum_j A_{ij} = 1\n$$" in page
     assert "```python\n" in page and "def rows_sum_to_one(ctx, case):" in page
@@ -122,7 +122,7 @@ def test_claim_page_shows_refutation_and_correction():
 
 def test_claim_page_without_report():
     page = claim_page(make_claims()[SUMS], [], None)
-    assert "No results yet: run `specformer run`" in page
+    assert "No results yet: this site was built without a report. `specformer run --report R.json`" in page
 
 
 def test_overview_lists_every_claim_and_implementation():

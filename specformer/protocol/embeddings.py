@@ -32,29 +32,23 @@ contextual model (``token_vectors``), which keep the model's own floating dtype.
   positions away, in text order, the centre word left out;
 * ``skipgram_softmax(centre_ids, in_table, out_table)``: the full softmax for each centre
   id ``(B,)``, shape ``(B, V)``:
-
-    ```text
+    ~~~text
     p(w | w_I) = exp(v'_w . v_I) / sum_u exp(v'_u . v_I)
-    ```
-
+    ~~~
 * ``negative_sampling_loss(centre_ids, context_ids, negative_ids, in_table, out_table)``:
   the loss of each pair, ids ``(B,)``, ``(B,)``, ``(B, k)``; shape ``(B,)``:
-
-    ```text
+    ~~~text
     -log sigma(v'_O . v_I) - sum_k log sigma(-v'_k . v_I)
-    ```
-
+    ~~~
 * ``glove_cooccurrence(ids, vocab_size, window, dtype=..., device=...)``: GloVe's ``(V, V)``
   counts of a text of word ids: every two positions ``1 <= d <= window`` apart add ``1/d`` to
   both ``X[a, b]`` and ``X[b, a]``; its inputs are plain integers, so the device under test
   comes as ``device`` (as ``alibi_bias``'s does);
 * ``glove_loss(x, w, w_tilde, b, b_tilde, x_max, alpha)``: GloVe's weighted least-squares
   loss as a 0-d tensor (pairs with ``X_ij = 0`` add nothing):
-
-    ```text
+    ~~~text
     sum_{X_ij > 0} f(X_ij) (w_i . w~_j + b_i + b~_j - log X_ij)^2
-    ```
-
+    ~~~
 * ``fasttext_vector(word, words, word_table, ngrams, ngram_table, min_n, max_n)``: the vector
   FastText composes for ``word`` from its own row of ``word_table`` (if ``word`` is in
   ``words``) and the rows of ``ngram_table`` of its n-grams listed in ``ngrams`` (others are
@@ -136,8 +130,8 @@ class WordVectorTrainingImplementation(Protocol):
 
     def cbow_examples(self, ids: list[int], window: int) -> list[tuple[list[int], int]]:
         """``(context, ids[t])`` for each ``t`` with a neighbour; the context is
-        ``ids[max(0, t - window):t] + ids[t + 1:t + window + 1]`` (near the start of the text,
-        fewer than ``window`` words on the left: nothing wraps around)."""
+        ``ids[max(0, t - window):t] + ids[t + 1:t + window + 1]``: near the start of the text the
+        words on the left are fewer than ``window``, not none."""
         ...
 
     def skipgram_softmax(self, centre_ids: torch.Tensor, in_table: torch.Tensor,

@@ -7,10 +7,10 @@ Conventions (the same for every implementation; adapters convert):
 * ``positional_encoding`` returns one row per position, ``(t, d_model)``; its feature
   index follows the documents: feature ``2i`` is the sine and ``2i + 1`` the cosine of
   frequency ``i`` (``kind="sinusoidal"``);
-* ``rotary`` rotates the last axis of ``x (B, t, d)`` (``d`` even) in pairs: ``pairing=
-  "interleaved"`` pairs features ``(2i, 2i + 1)`` (the RoFormer paper), ``pairing="half"``
-  pairs ``(i, i + d/2)`` (the "rotate half" layout of GPT-NeoX and Llama); the angle of
-  pair ``i`` at position ``m`` is ``m base^(-2i/d)``;
+* ``rotary`` rotates the last axis of ``x (B, t, d)`` (``d`` even) in pairs:
+  ``pairing="interleaved"`` pairs features ``(2i, 2i + 1)`` (the RoFormer paper),
+  ``pairing="half"`` pairs ``(i, i + d/2)`` (the "rotate half" layout of GPT-NeoX and
+  Llama); the angle of pair ``i`` at position ``m`` is ``m base^(-2i/d)``;
 * ``alibi_bias`` returns the additive score biases ``(h, t_q, t_k)`` of ALiBi, one matrix
   per head, ``-m_h |i - j|`` (and ``-inf`` above the diagonal when ``causal``);
 * ``alibi_attention`` is attention with that bias added to the scaled scores inside the

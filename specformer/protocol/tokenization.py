@@ -3,10 +3,14 @@
 Conventions (the same for every implementation; adapters convert):
 
 * character-level BPE works on words (a whitespace split is the caller's business): a
-  word is its characters followed by an end-of-word marker (``"</w>"`` by default), and a
-  merge is a pair of symbol strings; ``bpe_train`` takes word counts and returns the
-  merges in the order they were learned; ``bpe_encode`` splits one word with them and
-  returns its symbols, the marker included in the last one;
+  word is its characters followed by an end-of-word marker (``"</w>"`` by default), a
+  symbol of its own, and a merge is a pair of symbol strings; ``bpe_train`` takes word
+  counts and returns the merges in the order they were learned; ``bpe_encode`` splits one
+  word with them and returns its symbols, the marker included in the last one. Without
+  merges the marker is the last symbol, ``bpe_encode("low", []) == ["l", "o", "w", "</w>"]``;
+  it joins the last character only through a learned merge such as ``("w", "</w>")``:
+  ``["l", "o", "w</w>"]`` (never from the start, as ``subword-nmt``'s codes do: its
+  adapter converts);
 * the tie rule of a trainer is the implementation's: when several pairs share the highest
   count, any deterministic rule that takes one of them is correct (the first counted, the
   smallest or largest pair, the smallest token ids); the same input must give the same

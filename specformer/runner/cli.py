@@ -19,8 +19,12 @@
     run the K-th of N disjoint parts of the rows, and combine the shards' reports into
     the report of the whole run (:mod:`specformer.runner.sharding`).
 
-``specformer site --report R [--report R2]... -o DIR``
-    builds the documentation site of the given reports (:mod:`specformer.site.command`).
+``specformer site [--report R]... -o DIR``
+    builds the documentation site of the given reports, or of none (:mod:`specformer.site.command`).
+
+``specformer protocol [FAMILY]``
+    prints a family's protocol: operations, signatures, conventions, worked examples
+    (:mod:`specformer.protocol.describe`).
 
 ``specformer diff A.json B.json [--ignore-device | --match-device] [--json]``
     the rows whose outcome differs between two reports (:mod:`specformer.report.diff`).
@@ -560,6 +564,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_diff_parser(sub)
     _add_new_parser(sub)
     _add_replay_parser(sub)
+    protocol = sub.add_parser("protocol", help="print a family's protocol: operations, conventions, examples")
+    protocol.add_argument("family", nargs="?", metavar="FAMILY", help=f"one of {', '.join(FAMILY_NAMES)} "
+                                                                        "(default: list the families)")
     return parser
 
 
@@ -639,6 +646,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from specformer.report.diff import main as diff
 
             return diff(args)
+        if args.command == "protocol":
+            from specformer.protocol.describe import main as describe
+
+            return describe(args)
         if args.command == "site":
             from specformer.site.command import run_site
 

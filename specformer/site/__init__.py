@@ -7,6 +7,8 @@ Modules:
 * :mod:`.matrix` and :mod:`.tables`: the results matrix of a claim page and the small
   tables, badges and escaping helpers the pages are made of;
 * :mod:`.runs`: reading, checking and merging reports;
+* :mod:`.spectext`: spec and docstring text as the pages write it (``</w>`` shown, not
+  taken as a tag; documents cited by number named by title);
 * :mod:`.plots`: the figures, one module per family;
 * :mod:`.hooks`: the MkDocs hooks every build uses (the checkout's ``mkdocs build`` and
   ``specformer site`` alike);

@@ -1,4 +1,4 @@
-"""``specformer site --report R [--report R2 ...] -o DIR``: the site of some reports, from the package alone.
+"""``specformer site [--report R ...] -o DIR``: the site of some reports, or of none, from the package alone.
 
 The site is the same however the package is installed. The pages, styles, scripts and
 MkDocs configuration ship with the package (``specformer/site/mkdocs.yml`` and
@@ -8,7 +8,9 @@ configuration; this command writes a temporary one that inherits it too, with an
 ``docs_dir``, and builds it into ``DIR`` with ``python -m mkdocs`` (strict, as the
 checkout's build: the shipped configuration says ``strict: true``). The given reports are
 rendered, merged, through ``$SPECFORMER_REPORT``; no published report is added
-(``$SPECFORMER_PUBLISHED`` is empty).
+(``$SPECFORMER_PUBLISHED`` is empty). Without ``--report`` the site has every claim,
+protocol and reference page, and its claim pages say that it was built without a report
+(``$SPECFORMER_REPORT`` is empty).
 
 It does not run the suite, and it reads no report that is not named on its command line.
 Needs the ``docs`` extra (MkDocs, Material, mkdocstrings; Matplotlib for plots, the
@@ -55,8 +57,9 @@ def project(folder: Path, plots: bool = True) -> Path:
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add ``site`` to the ``specformer`` command's subcommands."""
     site = sub.add_parser("site", help="build the documentation site of some reports")
-    site.add_argument("--report", action="append", required=True, metavar="PATH",
-                      help="a report written by `specformer run` (repeatable; rows are merged)")
+    site.add_argument("--report", action="append", default=[], metavar="PATH",
+                      help="a report written by `specformer run` (repeatable; rows are merged); without one, "
+                           "the site has the claims and the protocol but no results")
     site.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to build the site into")
     site.add_argument("--strict", action="store_true",
                       help="fail on MkDocs warnings (always the case: the site's configuration is strict)")
@@ -96,5 +99,5 @@ def run_site(args: argparse.Namespace) -> int:
     if done.returncode != 0:
         print(f"specformer: error: mkdocs build failed (exit {done.returncode})", file=sys.stderr)
         return 1
-    print(f"site: {output}")
+    print(f"site: {output}" + ("" if reports else " (built without a report: the claim pages show no results)"))
     return 0

@@ -20,6 +20,7 @@ from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
 from specformer.claims import DOCUMENTS, NEEDS_REFUTATION, Claim
+from specformer.site.spectext import spec_inline, spec_markdown, title_link
 from specformer.site.tables import badge, count_table, fence, plain, text
 
 #: Families in the order a transformer processes text, with the title the site gives each.
@@ -88,9 +89,10 @@ def document_title(document: str) -> str:
 
 
 def source_line(document: str, section: str, says: str = "") -> str:
-    """A citation: the document's title (file name in its tooltip) and the section."""
+    """A citation: the document's title (file name in its tooltip), the section and what
+    it says (spec text: :func:`specformer.site.spectext.spec_inline`)."""
     cite = f'<span class="sf-doc" title="{html.escape(document)}">{html.escape(document_title(document))}</span>'
-    return f"*{cite}*, section “{section}”" + (f": {says}" if says else "")
+    return f"*{cite}*, section “{spec_inline(section)}”" + (f": {spec_inline(says)}" if says else "")
 
 
 def _counterexample(rows: Sequence[dict[str, Any]]) -> str:
@@ -135,7 +137,8 @@ def family_page(family: str, claims: Mapping[str, Claim], topic_titles: Mapping[
         of_topic = [c for c in mine if c.topic == topic]
         verdicts = Counter(c.verdict for c in of_topic)
         wrong = sum(verdicts[v] for v in NEEDS_REFUTATION)
-        topic_lines.append(f"- [{topic_titles.get(topic, topic)}](../topics/{topic}.md): {len(of_topic)} claims"
+        link = f"[{spec_inline(topic_titles.get(topic, topic))}](../topics/{topic}.md)"
+        topic_lines.append(f"- {link}: {len(of_topic)} claims"
                            + (f", {wrong} false or imprecise as stated" if wrong else ""))
     out.append("\n".join(topic_lines))
     out += ["## Verdicts", count_table(Counter(c.verdict for c in mine), "Verdict")]
@@ -144,14 +147,14 @@ def family_page(family: str, claims: Mapping[str, Claim], topic_titles: Mapping[
     if not chosen:
         out.append("None: every checkable claim of this family holds as written.")
     for claim in chosen[:STRIKING]:
-        out.append(f"### [{claim.title}](../claims/{claim.id}.md)")
+        out.append(f"### {title_link(claim, '../claims/')}")
         out.append(badge(claim.verdict, "verdict"))
         if claim.as_written:
-            out.append(f"As written: {_one_line(claim.as_written)}")
+            out.append(f"As written: {spec_inline(claim.as_written)}")
         if claim.corrected:
             corrected = _one_line(claim.corrected)
-            out.append("Corrected: " + (corrected if "$" in corrected or "\\(" in corrected
-                                        else f"\\({corrected}\\)"))
+            out.append("Corrected: " + spec_markdown(corrected if "$" in corrected or "\\(" in corrected
+                                                     else f"\\({corrected}\\)"))
         found = _counterexample(rows.get(claim.id, ()))
         if found:
             out += ["The counterexample a refutation found:", fence(found, "text")]
@@ -160,7 +163,7 @@ def family_page(family: str, claims: Mapping[str, Claim], topic_titles: Mapping[
     rest = chosen[STRIKING:]
     if rest:
         out.append("Also false or imprecise as stated: " + ", ".join(
-            f"[{c.title}](../claims/{c.id}.md)" for c in rest) + ".")
+            title_link(c, "../claims/") for c in rest) + ".")
     return "\n\n".join(part for part in out if part) + "\n"
 
 

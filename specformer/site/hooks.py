@@ -25,8 +25,9 @@ are where Griffe looks and the extension does nothing).
 Reports rendered, merged into one matrix:
 
 * the local run's: ``$SPECFORMER_REPORT`` (one path, or several joined by
-  ``os.pathsep``), default ``reports/report.json`` beside the configuration file; a
-  missing file means no results yet, a file that is not a report stops the build;
+  ``os.pathsep``; set but empty for none), default ``reports/report.json`` beside the
+  configuration file; a missing file means no results yet, a file that is not a report
+  stops the build;
 * the published ones: only those listed in the configuration under
   ``extra: specformer: published_results:`` (paths relative to ``docs_dir``). The
   environment variable ``SPECFORMER_PUBLISHED`` (paths joined by ``os.pathsep``,
@@ -60,6 +61,7 @@ from mkdocs.structure.files import File, Files
 
 from specformer.claims import load_claims
 from specformer.site.pages import PLOTS_DIR, ReportError, generate, nav, read_report
+from specformer.site.spectext import spec_markdown
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -86,10 +88,13 @@ PUBLISHED_SETTING = "extra.specformer.published_results"
 
 def local_report_paths(config: MkDocsConfig | None = None) -> list[Path]:
     """The local run's reports that exist: ``$SPECFORMER_REPORT`` (one path, or several
-    joined by ``os.pathsep``) or the default beside the configuration file."""
+    joined by ``os.pathsep``; set but empty: none) or the default beside the configuration file."""
     value = os.environ.get("SPECFORMER_REPORT")
     base = Path(config.config_file_path).parent if config is not None and config.config_file_path else Path.cwd()
-    paths = [Path(v).expanduser() for v in value.split(os.pathsep) if v] if value else [base / DEFAULT_REPORT]
+    if value is None:
+        paths = [base / DEFAULT_REPORT]
+    else:
+        paths = [Path(v).expanduser() for v in value.split(os.pathsep) if v]
     found = [p for p in paths if p.is_file()]
     for missing in set(paths) - set(found):
         log.info("specformer: no report at %s", missing)
@@ -262,7 +267,9 @@ def checkout_pyproject() -> Path | None:
 class PackageDirs(griffe.Extension):
     """Load subpackages that ``[tool.setuptools.package-dir]`` maps to other folders.
 
-    Also turns reST roles (``:class:`X```) in docstrings into plain code spans.
+    Also turns reST roles (``:class:`X```) in docstrings into plain code spans, shows text
+    that looks like an HTML tag (``"</w>"`` outside code) as text and names the documents
+    cited by number (:func:`specformer.site.spectext.spec_markdown`).
     """
 
     def __init__(self, pyproject: str | None = None) -> None:
@@ -283,6 +290,6 @@ class PackageDirs(griffe.Extension):
             pkg.set_member(child, module)
 
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
-        """Rewrite reST cross-reference roles as code spans."""
+        """Rewrite reST cross-reference roles as code spans; escape tags, name documents."""
         if obj.docstring is not None:
-            obj.docstring.value = _ROLE.sub(r"`\1`", obj.docstring.value)
+            obj.docstring.value = spec_markdown(_ROLE.sub(r"`\1`", obj.docstring.value))

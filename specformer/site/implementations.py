@@ -20,8 +20,9 @@ from typing import Any, Mapping, Sequence
 
 from specformer.claims import Claim
 from specformer.site.families import families, family_title
-from specformer.site.tables import (OUTCOMES, badge, code, field, known_outcome, outcome_label, plain, slug,
-                                    summarize, text)
+from specformer.site.spectext import title_link
+from specformer.site.tables import (NO_RESULTS, OUTCOMES, badge, code, field, known_outcome, outcome_label, plain,
+                                    slug, summarize, text)
 
 #: The pseudo-implementation of the properties that call no implementation.
 MATH = "math"
@@ -82,7 +83,7 @@ def compatibility_page(claims: Mapping[str, Claim], names: Sequence[str], rows: 
            "deviation) out of those that applied; the colour is the worst outcome among them. The "
            "implementation's page lists every claim and deviation."]
     if not names:
-        return "\n\n".join(out + ["No results yet: run `specformer run`."]) + "\n"
+        return "\n\n".join(out + [NO_RESULTS]) + "\n"
     fams = families(claims)
     grouped = _by_impl_claim(rows)
     stems = page_names(names)
@@ -192,7 +193,7 @@ def implementation_page(name: str, claims: Mapping[str, Claim], rows: Sequence[d
         for claim in claims.values():
             if claim.family != fam or claim.id not in by_claim:
                 continue
-            line = (f"| [{claim.title.replace('|', '/')}](../claims/{claim.id}.md) | "
+            line = (f"| {title_link(claim, '../claims/')} | "
                     f"{badge(claim.verdict, 'verdict')} | {summarize(by_claim[claim.id])} |")
             (folded if claim_outcome(by_claim[claim.id]) in ("not-applicable", "skipped") else applied).append(line)
         if not applied and not folded:
@@ -202,8 +203,9 @@ def implementation_page(name: str, claims: Mapping[str, Claim], rows: Sequence[d
         if applied:
             out.append(head + "\n".join(applied))
         if folded:
-            out.append(f'<details class="sf-na"><summary>{len(folded)} claims not applicable</summary>\n\n'
-                       + head + "\n".join(folded) + "\n\n</details>")
+            # markdown="1" (md_in_html): the table inside is Markdown, rendered like the one above
+            out.append(f'<details class="sf-na" markdown="1">\n<summary>{len(folded)} claims not applicable'
+                       '</summary>\n\n' + head + "\n".join(folded) + "\n\n</details>")
     deviations = [r for r in mine if r.get("outcome") in ("known-deviation", "fixed") or plain(r.get("deviation_reason"))]
     out.append("## Deviations")
     if not deviations:

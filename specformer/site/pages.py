@@ -12,19 +12,21 @@ report-reading names are re-exported here).
 Reports are untrusted input: every value read from one is escaped where it is written
 (:func:`specformer.site.tables.text`, or literal inside fenced code), and values of
 unexpected types are shown rather than trusted. Both report schema versions (1 and 2)
-are rendered.
+are rendered. Spec text (titles, sources, statements, notes, prose) and property
+docstrings are Markdown of ours and render as such, through
+:func:`specformer.site.spectext.spec_markdown`: a tag-like ``</w>`` is shown as text and
+a document cited by number is named by its title.
 """
 
 from __future__ import annotations
 
-import html
 import importlib
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from specformer.claims import DOCUMENTS, NEEDS_REFUTATION, Claim, load_claims, spec_dir
+from specformer.claims import NEEDS_REFUTATION, Claim, load_claims, spec_dir
 from specformer.property import REGISTRY, Property, property_modules
 
 try:  # what a property that calls no implementation is about, and how the site says it
@@ -36,12 +38,13 @@ from specformer.site.families import (FAMILY_ORDER, families, family_page, famil
 from specformer.site.families import nav as family_nav
 from specformer.site.implementations import compatibility_page, implementation_page, page_names
 from specformer.site.protocol import protocol_families, protocol_index, protocol_page
+from specformer.site.spectext import escape_html, spec_inline, spec_markdown, title_link
 from specformer.site.matrix import anchor, results_matrix, row_details, rows_table
 from specformer.site.runs import (REPORT_SCHEMA, REPORT_SCHEMA_VERSIONS, ReportError, load_report,
                                   differs, merge_reports, read_report, records, report_problem, report_runs,
                                   run_label, run_number, runs_legend)
-from specformer.site.tables import (badge, code, count_table, environment_table, fence, field, indent, legend,
-                                    plain, run_complete, summarize, text)
+from specformer.site.tables import (NO_RESULTS, badge, code, count_table, environment_table, fence, field, indent,
+                                    legend, plain, run_complete, summarize, text)
 
 #: The public names: the page builders of this module and the report-reading names of
 #: :mod:`specformer.site.runs` (:mod:`specformer.site.hooks` imports them from here).
@@ -53,7 +56,6 @@ __all__ = [
     "records", "report_problem", "report_runs",
 ]
 
-NO_RESULTS = "No results yet: run `specformer run`."
 #: Site folder of the claim pages' figures (:mod:`specformer.site.plots`, added by :mod:`specformer.site.hooks`).
 PLOTS_DIR = "assets/plots"
 
@@ -61,28 +63,24 @@ PLOTS_DIR = "assets/plots"
 _TOPIC_LINK = re.compile(r"\]\(([a-z][a-z0-9]*)\.md(?:#[^)\s]*)?\)")
 
 
-_DOCUMENT_ID = re.compile(r"\((\d{3})\)")
-
-
 def cite_ids(value: str) -> str:
-    """Short citations by file number, ``(003)``, written as the document's title with the file in its tooltip."""
-    by_number = {name[:3]: name for name in DOCUMENTS}
-
-    def title(match: re.Match[str]) -> str:
-        name = by_number.get(match.group(1))
-        if name is None:
-            return match.group(0)
-        return f'(<span class="sf-doc" title="{name}">{html.escape(DOCUMENTS[name])}</span>)'
-
-    return _DOCUMENT_ID.sub(title, value)
+    """Spec text as a page writes it (:func:`specformer.site.spectext.spec_markdown`): tags
+    shown as text, and documents cited by number (``(003)``, ``002's``) named by title with
+    the file in a tooltip."""
+    return spec_markdown(value)
 
 
 def _prose(claim: Claim, known_topics: Iterable[str] = ()) -> str:
-    """The claim's prose, with links to spec files (``attention.md``) sent to topic pages and
-    documents cited by title (:func:`cite_ids`)."""
+    """The claim's prose, with links to spec files (``attention.md``) sent to topic pages,
+    tags shown as text and documents named by title (:func:`cite_ids`)."""
     known = set(known_topics) | {claim.topic}
     return cite_ids(_TOPIC_LINK.sub(
         lambda m: f"](../topics/{m.group(1)}.md)" if m.group(1) in known else m.group(0), claim.prose))
+
+
+def spec_math(tex: str) -> str:
+    """A statement as a page writes it: :func:`display_math`, then :func:`cite_ids`."""
+    return cite_ids(display_math(tex))
 
 
 def display_math(tex: str) -> str:
@@ -109,7 +107,7 @@ def _property_section(prop: Property) -> str:
         code = "# source unavailable"
     parts = [f"### `{prop.qualname}`", role, f"Needs: {needs}."]
     if prop.doc:
-        parts.append(prop.doc)
+        parts.append(cite_ids(prop.doc))
     parts.append(fence(code, "python"))
     return "\n\n".join(parts)
 
@@ -172,7 +170,7 @@ def plot_markdown(file: str, caption: str, prefix: str = "..") -> str:
     """A figure of :data:`PLOTS_DIR` with its caption visible: ``<figure>`` with the image
     (the caption as alt text) and a ``<figcaption>``. ``prefix`` leads from the page's
     folder to the site's root."""
-    text = _MD_SPECIAL.sub(r"\\\1", " ".join(caption.split()))
+    text = escape_html(_MD_SPECIAL.sub(r"\\\1", " ".join(caption.split())))
     return (f'<figure class="sf-figure" markdown="1">\n\n![{text}]({prefix}/{PLOTS_DIR}/{file})\n\n'
             f'<figcaption markdown="span">{text}</figcaption>\n\n</figure>')
 
@@ -190,14 +188,14 @@ def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any
     results matrix.
     """
     out = [
-        f"# {claim.title}",
+        f"# {spec_inline(claim.title)}",
         f"{badge(claim.kind, 'kind')} {badge(claim.verdict, 'verdict')}",
         f"`{claim.id}` · " + (f"[{family_title(claim.family)}](../families/{claim.family}.md) › " if claim.family
                               else "") + f"[{topic_title(claim.topic)}](../topics/{claim.topic}.md) · `spec/{claim.file}`",
         "## Sources",
         "\n".join(f"- {source_line(s.document, s.section, s.says)}" for s in claim.sources),
         "## Statement",
-        display_math(claim.statement),
+        spec_math(claim.statement),
     ]
     for heading, value, math in (
         ("As written", claim.as_written, False),
@@ -208,7 +206,7 @@ def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any
         ("Note", claim.note, False),
     ):
         if value:
-            out += [f"## {heading}", display_math(value) if math else cite_ids(value.strip())]
+            out += [f"## {heading}", spec_math(value) if math else cite_ids(value.strip())]
     if claim.prose:
         out += ["## Discussion", _prose(claim, known_topics)]
     figures = [plot_markdown(file, caption) for file, caption in plots]
@@ -228,8 +226,8 @@ def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any
 def _wrong_line(claim: Claim) -> str:
     corrected = " ".join(claim.corrected.split())
     corrected = corrected if "$" in corrected else f"\\({corrected}\\)"
-    return (f"- [{claim.title}]({claim.id}.md), *{claim.verdict}*. "
-            f"As written: “{claim.as_written.strip()}”; corrected: {corrected}")
+    return (f"- {title_link(claim)}, *{claim.verdict}*. "
+            f"As written: “{spec_inline(claim.as_written)}”; corrected: {cite_ids(corrected)}")
 
 
 def implementation_names(report: dict[str, Any]) -> list[str]:
@@ -329,7 +327,7 @@ def overview_page(claims: dict[str, Claim], props: dict[str, Property],
     header = ["Claim", "Verdict", *map(text, impls)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for c in claims.values():
-        cells = [f"[{c.title.replace('|', '/')}]({c.id}.md)", c.verdict,
+        cells = [title_link(c), c.verdict,
                  *(summarize(by_cell[c.id, i]) for i in impls)]
         lines.append("| " + " | ".join(cells) + " |")
     out.append("\n".join(lines))
@@ -367,10 +365,9 @@ def topic_index(topic: str, claims: dict[str, Claim], title: str | None = None) 
     mine = [c for c in claims.values() if c.topic == topic]
     family = mine[0].family if mine else ""
     lines = ["| Claim | Kind | Verdict |", "|---|---|---|"]
-    lines += [f"| [{c.title.replace('|', '/')}](../claims/{c.id}.md) | {c.kind} | {badge(c.verdict, 'verdict')} |"
-              for c in mine]
+    lines += [f"| {title_link(c, '../claims/')} | {c.kind} | {badge(c.verdict, 'verdict')} |" for c in mine]
     where = (f"Part of [{family_title(family)}](../families/{family}.md). " if family else "")
-    return "\n\n".join([f"# {title or topic.capitalize()}",
+    return "\n\n".join([f"# {spec_inline(title or topic.capitalize())}",
                         where + f"{len(mine)} claims from `spec/{mine[0].file if mine else topic + '.md'}`, "
                         "in the order the document states them.", "\n".join(lines)]) + "\n"
 

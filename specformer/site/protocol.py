@@ -4,11 +4,13 @@
 family's operations with their signatures, the fields of the parameter classes they take
 (with the shape each field's source comment gives, e.g. ``MultiHeadParams.w_q: (d_model,
 h * d_k)``), the conventions the family registers (``CONVENTIONS``, when the protocol
-declares them), then the full reference of the module by mkdocstrings (every docstring:
-shapes, dtypes, what to raise). :func:`protocol_index` is the overview.
+declares them), the worked examples of :mod:`specformer.protocol.examples` (each true
+for the reference implementation), then the full reference of the module by mkdocstrings
+(every docstring: shapes, dtypes, what to raise). :func:`protocol_index` is the overview.
 
 Everything written comes from the package's own code (no report), introspected at build
-time; this module imports the protocol, never an implementation.
+time; docstring text goes through :func:`specformer.site.spectext.spec_markdown` (``"</w>"``
+is shown, not taken as a tag). This module imports the protocol, never an implementation.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from types import ModuleType
 from typing import Any, Mapping, Sequence
 
 from specformer.site.families import FAMILY_ORDER, family_title
+from specformer.site.spectext import spec_markdown
+from specformer.site.tables import fence
 
 _COMMENT = re.compile(r"^\s+(\w+)\s*:\s*[^#=]+(?:=[^#]*)?#\s*(.+)$")
 
@@ -38,33 +42,9 @@ def _cell(value: str) -> str:
     return value.replace("|", "\\|").replace("\n", " ")
 
 
-def _annotation(value: Any) -> str:
-    return value if isinstance(value, str) else inspect.formatannotation(value)
-
-
-def _signature(function: Any) -> str:
-    """``(q: torch.Tensor, ..., *, pairing: str = 'interleaved') -> T``, without ``self``."""
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError):
-        return "(…)"
-    parts, star = [], False
-    for param in signature.parameters.values():
-        if param.name == "self":
-            continue
-        if param.kind is param.KEYWORD_ONLY and not star:
-            parts.append("*")
-            star = True
-        prefix = {param.VAR_POSITIONAL: "*", param.VAR_KEYWORD: "**"}.get(param.kind, "")
-        star = star or param.kind is param.VAR_POSITIONAL
-        shown = prefix + param.name
-        if param.annotation is not param.empty:
-            shown += f": {_annotation(param.annotation)}"
-        if param.default is not param.empty:
-            shown += f" = {param.default!r}"
-        parts.append(shown)
-    returns = "" if signature.return_annotation is signature.empty else f" -> {_annotation(signature.return_annotation)}"
-    return f"({', '.join(parts)}){returns}"
+def _text_cell(value: str) -> str:
+    """Docstring text for a table cell: :func:`spec_markdown`, then :func:`_cell`."""
+    return _cell(spec_markdown(value))
 
 
 def _first_line(obj: Any) -> str:
@@ -97,12 +77,15 @@ def _operations_table(module: ModuleType) -> str:
     operations = getattr(family, "operations", ()) if family is not None else ()
     if not operations:
         return "This family declares no operation."
+    from specformer.protocol.describe import signature
+
     lines = ["| Operation | Declared by | Signature | What it computes |", "|---|---|---|---|"]
     for op in operations:
         method = getattr(op.protocol, op.method, None)
         anchor = f"{module.__name__}.{op.protocol.__name__}.{op.method}"
         lines.append(f"| [`{op.method}`](#{anchor}) | `{op.protocol.__name__}` | "
-                     f"`{(op.method + _signature(method)).replace(chr(10), ' ')}` | {_cell(_first_line(method))} |")
+                     f"`{(op.method + signature(method)).replace(chr(10), ' ')}` | "
+                     f"{_text_cell(_first_line(method))} |")
     return "\n".join(lines)
 
 
@@ -112,13 +95,14 @@ def _parameters_section(module: ModuleType) -> str:
         notes = _field_notes(cls)
         hints = {f.name: f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
                  for f in dataclasses.fields(cls)}
-        lines = [f"### `{cls.__name__}`", _first_line(cls),
+        lines = [f"### `{cls.__name__}`", spec_markdown(_first_line(cls)),
                  "| Field | Type | Shape, meaning |\n|---|---|---|\n" + "\n".join(
-                     f"| `{name}` | `{_cell(str(kind))}` | {_cell(notes.get(name, ''))} |" for name, kind in hints.items())]
+                     f"| `{name}` | `{_cell(str(kind))}` | {_text_cell(notes.get(name, ''))} |"
+                     for name, kind in hints.items())]
         properties = [n for n, v in vars(cls).items() if isinstance(v, property)]
         if properties:
-            lines.append("Derived: " + ", ".join(f"`{n}` ({_first_line(getattr(cls, n)).rstrip('.')})"
-                                                 for n in properties) + ".")
+            derived = [f"`{n}` ({spec_markdown(_first_line(getattr(cls, n)).rstrip('.'))})" for n in properties]
+            lines.append("Derived: " + ", ".join(derived) + ".")
         out.append("\n\n".join(lines))
     return "\n\n".join(["## Parameter classes", *out]) if out else ""
 
@@ -130,9 +114,25 @@ def _conventions_section(module: ModuleType) -> str:
     lines = ["| Convention | Values | Meaning |", "|---|---|---|"]
     for name, convention in conventions.items():
         values = ", ".join(f"`{v!r}`" for v in getattr(convention, "values", ()))
-        lines.append(f"| `{name}` | {_cell(values)} | {_cell(str(getattr(convention, 'doc', '')))} |")
+        lines.append(f"| `{name}` | {_cell(values)} | {_text_cell(str(getattr(convention, 'doc', '')))} |")
     return ("## Conventions\n\nAn implementation may declare which values of each convention it follows "
             "(`capabilities`); a convention it does not name means every value.\n\n" + "\n".join(lines))
+
+
+def _examples_section(family: str) -> str:
+    """The family's worked examples: each call and its result as a console session, and what it shows."""
+    from specformer.protocol.examples import EXAMPLES
+
+    examples = EXAMPLES.get(family, ())
+    if not examples:
+        return ""
+    out = ["## Worked examples",
+           "What the conventions mean, as values. Each example holds for the reference implementation "
+           "(`tests/test_protocol_examples.py` runs every one); where the protocol leaves a choice open, the "
+           f"example says so. `specformer protocol {family}` prints this page in a terminal."]
+    for example in examples:
+        out += [spec_markdown(example.shows), fence(f">>> {example.call}\n{example.result}", "pycon")]
+    return "\n\n".join(out)
 
 
 def protocol_page(family: str) -> str:
@@ -148,7 +148,7 @@ def protocol_page(family: str) -> str:
     except ImportError as exc:  # pragma: no cover - the protocol ships with the package
         return "\n\n".join(out + [f"The protocol module could not be imported: `{exc}`."]) + "\n"
     out += ["## Operations", _operations_table(module), _parameters_section(module), _conventions_section(module),
-            "## Reference",
+            _examples_section(family), "## Reference",
             f"::: specformer.protocol.{family}\n    options:\n      show_root_heading: false\n"
             "      show_root_toc_entry: false\n      show_if_no_docstring: true\n      members_order: source\n"
             "      heading_level: 3\n"]

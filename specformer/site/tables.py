@@ -35,6 +35,10 @@ OUTCOMES: dict[str, tuple[str, str]] = {
     "skipped": ("skipped", "the device was not available"),
 }
 
+#: What a page says where a report would give results: the site was built without one.
+NO_RESULTS = ("No results yet: this site was built without a report. `specformer run --report R.json` "
+              "writes one, and `specformer site --report R.json -o DIR` builds the site with its results.")
+
 #: The CSS class suffix of an outcome the site does not know (``sf-o-unknown``).
 UNKNOWN = "unknown"
 
