@@ -36,7 +36,11 @@ from specformer.reference.tokenization.words import word_tokenize
 F64 = ("float64",)
 
 #: Merge counts of the size-versus-length ladder (vocabulary = base characters + merges).
-LADDER = (0, 30, 100, 300, 1000)
+LADDER = (0, 30, 100, 300)
+#: The ladder's training words occur at least this often in the training part: 4,448 of its 7,986 distinct
+#: words (54,130 of 57,668 occurrences), so that the documents' own trainer (recount every pair after each
+#: merge) learns the 300 merges in seconds, well inside a row's time limit.
+LADDER_MIN_COUNT = 2
 #: Held-out windows: this many consecutive whitespace words, starting at a multiple of WINDOW_STEP.
 WINDOW, WINDOW_STEP = 60, 250
 
@@ -153,27 +157,30 @@ def subwords_sit_between_characters_and_words(ctx: Context, merges) -> None:
 
 
 @claim_property("vocabulary.size-vs-length", needs=("bpe_train", "bpe_encode"), dtypes=F64, max_examples=1)
-@given(window=st.integers(0, 30))
-@example(window=0)
-def more_merges_give_fewer_tokens_per_word(ctx: Context, window) -> None:
-    """Held-out tokens per word fall at every step of the ladder 0, 30, 100, 300, 1000 merges; no word gets longer.
+@given(st.just(None))
+def more_merges_give_fewer_tokens_per_word(ctx: Context, _) -> None:
+    """Held-out tokens per word fall at every step of the ladder 0, 30, 100, 300 merges; no word gets longer.
 
-    A window of 60 held-out words (one of 31, drawn); over every such window the reference's smallest
-    fall between two steps is 0.17 tokens per word.
+    One training (300 merges on the training part's words that occur at least twice), then every window
+    of 60 consecutive held-out words (32 windows); over every window the reference's smallest fall
+    between two steps is 0.32 tokens per word.
     """
-    merges = ctx.bpe_train(training_word_counts(), LADDER[-1])
+    counts = {word: n for word, n in training_word_counts().items() if n >= LADDER_MIN_COUNT}
+    merges = ctx.bpe_train(counts, LADDER[-1])
     assert len(merges) == LADDER[-1], f"{len(merges)} merges learned, {LADDER[-1]} asked (the corpus has enough pairs)"
-    words = held_out_words()[window * WINDOW_STEP:window * WINDOW_STEP + WINDOW]
-    lengths = {w: [len(ctx.bpe_encode(w, merges[:k])) for k in LADDER] for w in dict.fromkeys(words)}
+    held = held_out_words()
+    windows = [held[start:start + WINDOW] for start in range(0, len(held) - WINDOW + 1, WINDOW_STEP)]
+    lengths = {w: [len(ctx.bpe_encode(w, merges[:k])) for k in LADDER] for w in dict.fromkeys(sum(windows, []))}
     for word, per_size in lengths.items():
         assert all(a >= b for a, b in zip(per_size, per_size[1:])), (
             f"{word!r} has {per_size} tokens with {list(LADDER)} merges: more merges, more tokens"
         )
-    per_word = [sum(lengths[w][i] for w in words) / len(words) for i in range(len(LADDER))]
-    assert all(a > b for a, b in zip(per_word, per_word[1:])), (
-        f"tokens per held-out word with {list(LADDER)} merges: {[round(x, 3) for x in per_word]}; "
-        "a larger vocabulary must give fewer tokens"
-    )
+    for i, words in enumerate(windows):
+        per_word = [sum(lengths[w][rung] for w in words) / len(words) for rung in range(len(LADDER))]
+        assert all(a > b for a, b in zip(per_word, per_word[1:])), (
+            f"tokens per held-out word of window {i} (words {i * WINDOW_STEP} to {i * WINDOW_STEP + WINDOW - 1}) "
+            f"with {list(LADDER)} merges: {[round(x, 3) for x in per_word]}; a larger vocabulary must give fewer tokens"
+        )
 
 
 # --------------------------------------------------------------------------- rare words
