@@ -6,6 +6,14 @@
 * ``thorough``: many random examples, for hunting; it skips the hand-picked ``@example``
   cases, so every refutation must be found by Hypothesis's own search.
 
+Derandomized must mean the same examples wherever the suite runs. Recent Hypothesis
+releases also draw, now and then, constants collected from every module loaded from
+outside site-packages: an editable checkout of specformer feeds its own source's strings
+and numbers into the examples, a wheel install does not, and neither does a run that has
+imported one module more. :func:`pin_example_generation` (applied on import) turns that
+source of examples off, so that the examples depend on the profile, the seed, the
+strategies and the Hypothesis version only.
+
 A property may lower ``max_examples`` for itself (statistical properties draw thousands
 of samples per example); it never raises it.
 
@@ -38,6 +46,31 @@ PROFILES: dict[str, settings] = {
     "thorough": settings(max_examples=400, derandomize=False, database=None, print_blob=False,
                          **{**_COMMON, "phases": [Phase.reuse, Phase.generate, Phase.target, Phase.shrink]}),
 }
+
+
+def pin_example_generation() -> bool:
+    """Stop Hypothesis from drawing constants collected from the loaded local modules (module doc);
+    whether there was such a source to stop (Hypothesis releases without it need nothing)."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - a Hypothesis laid out otherwise
+        return False
+    collect = getattr(providers, "_get_local_constants", None)
+    empty = getattr(providers, "Constants", None)
+    if collect is None or empty is None:
+        return False
+    if not getattr(collect, "_specformer_pinned", False):
+        nothing = empty()
+
+        def no_local_constants() -> object:
+            return nothing
+
+        no_local_constants._specformer_pinned = True  # type: ignore[attr-defined]
+        providers._get_local_constants = no_local_constants
+    return True
+
+
+pin_example_generation()
 
 
 def profile_settings(name: str, max_examples: int | None = None) -> settings:
