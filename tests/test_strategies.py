@@ -189,3 +189,13 @@ def test_large_masks_are_seeded_and_keep_a_key_per_row(data: st.DataObject, b: i
 def test_large_tensors_are_drawn_from_the_seeded_generator() -> None:
     x = find(sf.tensors((4, 64, 64)), lambda x: True, settings=settings(database=None))
     assert tuple(x.shape) == (4, 64, 64) and x.unique().numel() > 1000
+
+
+def test_first_difference_names_the_first_index_past_an_equal_prefix() -> None:
+    from specformer.properties.differences import first_difference
+
+    same = [("a", "b")] * 7
+    assert "index 7" in first_difference(same + [("x", "y")], same + [("x", "z")])
+    assert "('x', 'y')" in first_difference(same + [("x", "y")], same + [("x", "z")])
+    assert "then got ends" in first_difference(same, same + [("c", "d")])
+    assert first_difference(same, list(same)) == ""

@@ -29,6 +29,7 @@ from specformer.protocol import NotApplicable
 from specformer.reference.embeddings.word2vec import negative_sampling_loss
 
 from . import strategies as sf
+from ..differences import first_difference
 
 F64 = torch.float64
 
@@ -403,7 +404,8 @@ def skipgram_makes_about_2c_examples_per_word_and_cbow_one(ctx: Context, length,
     wants = {how: sorted((sorted(context + ([centre] if how == "with_centre" else [])), centre)
                          for context, centre in window_contexts(tokens, window)) for how in centre_kept}
     assert got in wants.values(), (
-        f"CBOW examples {got[:6]}, the window of {window} gives {wants[centre_kept[0]][:6]} ({centre_kept[0]})"
+        f"CBOW examples against the window of {window} ({centre_kept[0]}): they "
+        f"{first_difference(got, wants[centre_kept[0]])}"
     )
     if length > window:
         assert len(skipgram) == 2 * window * length - window * (window + 1), "not 2cT - c(c+1) pairs"

@@ -35,6 +35,7 @@ from specformer.reference.tokenization.bpe import (
 from specformer.reference.tokenization.training import training_text, training_words
 
 from . import strategies as sf
+from ..differences import first_difference
 
 S = TypeVar("S", str, bytes)
 
@@ -305,11 +306,12 @@ def training_the_same_counts_again_gives_the_same_merges(ctx: Context, words, nu
     differ (a tie broken by a set's iteration order gives other merges there)."""
     first = ctx.bpe_train(words, num_merges)
     second = ctx.bpe_train(dict(words), num_merges)
-    assert first == second, f"{words} gives {first}, and trained again {second}"
+    assert first == second, f"{words} gives {first}, and trained again {second}: they {first_difference(second, first)}"
     with ctx.in_another_process():
         elsewhere = ctx.bpe_train(dict(words), num_merges)
     assert first == elsewhere, (
-        f"{words} gives {first}, and trained again in another process (another PYTHONHASHSEED) {elsewhere}")
+        f"{words} gives {first}, and trained again in another process (another PYTHONHASHSEED) {elsewhere}: "
+        f"they {first_difference(elsewhere, first)}")
 
 
 @claim_property("bpe.learn-bpe-merges", needs=("bpe_train",), dtypes=F64)
@@ -327,7 +329,8 @@ def without_a_tie_the_trainer_learns_the_naive_merges(ctx: Context, words, num_m
         f"{words}: the implementation learns {merges}, the naive trainer {naive}; no pair count was tied "
         f"before merge {agreed}")
     if tie is None:
-        assert merges == naive, f"{words}, no tie: the implementation learns {merges}, the naive trainer {naive}"
+        assert merges == naive, (f"{words}, no tie: the implementation learns {merges}, the naive trainer {naive}: "
+                                 f"they {first_difference(merges, naive)}")
 
 
 @claim_property("bpe.vocabulary-size", needs=("bpe_train",), dtypes=F64)
