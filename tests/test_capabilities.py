@@ -207,3 +207,32 @@ def test_an_undeclared_convention_about_what_the_implementation_does_is_the_docu
     assert undeclared.outcome == "fail", (undeclared.outcome, undeclared.message)
     assert run_row(TRAINING_EXAMPLES, _DeclaresCentreInContext()).outcome == "pass"
     assert run_row(TRAINING_EXAMPLES, ReferenceImplementation()).outcome == "pass"
+
+
+class _CausalOnlyAlibi:
+    """A correct ALiBi that exists only with the causal mask, and says so."""
+
+    name = "causal-only-alibi"
+    capabilities = Capabilities(conventions={"alibi_causal": frozenset({True})})
+
+    def alibi_bias(self, h, t_q, t_k, *, causal=False, dtype=torch.float32, device="cpu"):
+        assert causal, "asked for the bias without the causal mask, against the declaration"
+        return ReferenceImplementation().alibi_bias(h, t_q, t_k, causal=True, dtype=dtype, device=device)
+
+    def alibi_attention(self, q, k, v, *, causal=False):
+        assert causal, "asked for attention without the causal mask, against the declaration"
+        return ReferenceImplementation().alibi_attention(q, k, v, causal=True)
+
+
+def test_a_causal_only_alibi_is_never_asked_for_the_symmetric_bias() -> None:
+    """Declared conventions bind every property: each ALiBi row passes or is not applicable, none errs."""
+    from specformer.property import load_properties
+
+    alibi = [q for q, p in load_properties().items() if p.claim.startswith("alibi.") and set(p.needs) & {
+        "alibi_bias", "alibi_attention"}]
+    assert len(alibi) >= 5
+    outcomes = {q: run_row(q, _CausalOnlyAlibi()) for q in alibi}
+    wrong = {q: (r.outcome, r.message[:200]) for q, r in outcomes.items()
+             if r.outcome not in ("pass", "refuted", "not-applicable")}
+    assert not wrong, wrong
+    assert sum(r.outcome in ("pass", "refuted") for r in outcomes.values()) >= 3, outcomes

@@ -372,6 +372,7 @@ def the_bias_of_a_short_input_is_the_top_left_block_of_a_longer_ones(ctx: Contex
     """For ``T > t``, ``B(h, T, T)[:, :t, :t] = B(h, t, t)``: the bias is defined at any length and does not
     depend on it (nothing is learned per position or per length)."""
     h, t = case
+    causal = sf.within(ctx, "alibi_causal", causal, (False, True))
     short, long = ctx.alibi_bias(h, t, t, causal=causal), ctx.alibi_bias(h, t + longer, t + longer, causal=causal)
     block = long[:, :t, :t]
     assert torch.equal(torch.isneginf(block), torch.isneginf(short)), "the -inf entries differ"

@@ -38,14 +38,18 @@ class PositionCalls(_Base):
         return self._returned("rotary", result, tuple(x.shape), f"rotated x ({pairing} pairs)")
 
     def alibi_bias(self, h: int, t_q: int, t_k: int, *, causal: bool = False) -> torch.Tensor:
-        """The implementation's ALiBi biases ``(h, t_q, t_k)``, as float64 (``-inf`` kept)."""
+        """The implementation's ALiBi biases ``(h, t_q, t_k)``, as float64 (``-inf`` kept). A ``causal`` the
+        implementation declares it does not follow (``alibi_causal``) is never asked: the row is not applicable."""
+        self.require("alibi_causal", causal)
         result = self.call("alibi_bias", h, t_q, t_k, names=("h", "t_q", "t_k"), causal=causal, dtype=self.dtype,
                            device=str(self.device))
         return self._returned("alibi_bias", result, (h, t_q, t_k), "ALiBi biases")
 
     def alibi_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                         causal: bool = False) -> torch.Tensor:
-        """The implementation's attention with ALiBi biases ``(B, h, t_q, d_v)``, as float64."""
+        """The implementation's attention with ALiBi biases ``(B, h, t_q, d_v)``, as float64 (``causal`` bound by
+        the declaration, as in :meth:`alibi_bias`)."""
+        self.require("alibi_causal", causal)
         result = self.call("alibi_attention", self.cast(q), self.cast(k), self.cast(v), names=("q", "k", "v"),
                            causal=causal)
         return self._returned("alibi_attention", result, (*q.shape[:-1], v.shape[-1]), "ALiBi attention output")
