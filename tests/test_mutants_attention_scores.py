@@ -130,7 +130,10 @@ def test_the_flop_counter_cannot_see_the_fused_cpu_kernel() -> None:
     fused = counter.get_total_flops()
     with FlopCounterMode(display=False) as counter:
         torch.nn.functional.scaled_dot_product_attention(q[0], q[0], q[0])  # 3-D: the math path, two bmm
-    assert (fused, counter.get_total_flops()) == (0, 2 * 1 * 4 * 4 * (2 + 2))
+    assert fused == 0
+    # torch up to 2.13 counts the 3-D math path's two bmm; 2.14 (its CUDA build, on the CPU) counts
+    # nothing there either: an implementation of plain 3-D SDPA is then not applicable too
+    assert counter.get_total_flops() in (2 * 1 * 4 * 4 * (2 + 2), 0), counter.get_total_flops()
 
 
 def test_an_invisible_implementation_is_not_applicable() -> None:
