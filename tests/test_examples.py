@@ -111,3 +111,20 @@ def test_new_writes_a_skeleton_and_never_overwrites(tmp_path: Path) -> None:
     target.write_text("# mine", encoding="utf-8")
     assert main(["new", "attention", "-o", str(target)]) == 2
     assert target.read_text(encoding="utf-8") == "# mine"
+
+
+# -- implementations written the plain way -------------------------------------------------
+
+
+@pytest.mark.parametrize("family", ["tokenization", "embeddings"])
+def test_the_plain_implementations_pass_every_row_of_their_family(family: str, tmp_path: Path) -> None:
+    """benchmarks/simple/: the documents' own algorithms written from the protocol (naive BPE, Python-loop
+    Viterbi, loop-based skip-gram). A property that fails them fails a correct implementation; one that
+    makes a row slow shows in benchmarks/simple_rows.py."""
+    done = subprocess.run([sys.executable, "-m", "specformer", "run", "--impl",
+                           str(ROOT / "benchmarks" / "simple" / f"{family}.py"), "--report", str(tmp_path / "R.json")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    report = json.loads((tmp_path / "R.json").read_text(encoding="utf-8"))
+    outcomes = {r["outcome"] for r in report["rows"]}
+    assert report["summary"]["ok"] and "pass" in outcomes, outcomes
