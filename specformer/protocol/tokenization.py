@@ -44,7 +44,11 @@ Conventions (the same for every implementation; adapters convert):
   implementation holds (trained by itself, deterministically, on :data:`TRAINING_CORPUS`,
   or shipped with its library) on running text. ``kind`` names it: ``"words"`` (a word
   tokenizer), ``"characters"``, ``"bpe"``, ``"byte-bpe"``, ``"wordpiece"``,
-  ``"unigram"``, ``"bert"`` (the shipped BERT vocabulary).
+  ``"unigram"``, ``"bert"`` (the shipped BERT vocabulary). No property depends on the
+  size of a trained tokenizer: a few hundred merges or pieces are enough, and keep a
+  straightforward trainer (recounting every pair after each merge) to seconds. Train on
+  first use rather than when the implementation is created: a worker started for one row
+  (another process, after a crash) then pays only for what the row uses.
 
 Conventions (:data:`CONVENTIONS`, declared by an adapter in its ``capabilities``):
 ``tokenizer_kind``, the kinds ``tokenize_text`` runs (a property that needs another kind
