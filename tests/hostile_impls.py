@@ -147,19 +147,24 @@ class InDomainThreeTimes:
 
 
 class WeightsThreeTimes:
-    """Correct outputs always; its weights on the first three examples (distinct queries) only, then hidden."""
+    """Correct outputs always; its weights on its first three calls only, then hidden, whatever the inputs.
+
+    Counting calls, not distinct inputs, makes the number of examples that see the weights independent of
+    what Hypothesis draws (a generator that repeats a query would otherwise see them again and again): a
+    property that asks once per example, such as ``ctx.weights``, checks exactly three examples.
+    """
 
     name = "weights-three-times"
+    shown = 3
 
     def __init__(self):
-        self.seen = set()
+        self.calls = 0
 
     def attention(self, q, k, v, mask=None, *, causal=False):
         output, weights = correct_attention(q, k, v, mask, causal)
-        key = (tuple(q.shape), q.detach().cpu().numpy().tobytes())  # a property may call twice per example
-        if key not in self.seen and len(self.seen) >= 3:
+        self.calls += 1
+        if self.calls > self.shown:
             return output, None  # the protocol allows hiding the weights
-        self.seen.add(key)
         return output, weights
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -25,6 +26,10 @@ from specformer.runner.plugin import implementation_of
 from specformer.runner.row import MATH, reproduce_command
 
 SUMS = "attention.weights-sum-to-one"
+#: A row's line under ``-v`` with xdist: ``[gw0] [ 16%] PASSED attention/attention.py::p[reference-cpu-float32]``
+#: (the job, the progress, the outcome and the row's node id); xdist's header lines (``[gw0] linux Python ...``,
+#: ``[gw0] Python 3.11.7 (...) [GCC 12.2.0]``) are not rows.
+ROW_LINE = re.compile(r"\[(gw\d+)\] \[\s*\d+%\] [A-Z]+ (\S+\.py::\w+\[[^\]\s]+\])")
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -143,9 +148,10 @@ def test_two_jobs_give_the_rows_of_one_job_with_each_implementation_run_by_one_j
     assert sorted((r["implementation"], r["dtype"]) for r in report["rows"]) == [
         (i, d) for i in sorted(impls) for d in ("float32", "float64")]
     jobs: dict[str, set[str]] = {}  # -v names each row's job: "[gw0] [ 16%] PASSED ...[IMPL-cpu-DTYPE]"
-    for line in output.splitlines():
-        if line.startswith("[gw") and "[" in line.rstrip().rstrip("]"):
-            jobs.setdefault(implementation_of(line.rstrip()), set()).add(line.split("]", 1)[0])
+    rows = [m.groups() for m in map(ROW_LINE.fullmatch, (line.rstrip() for line in output.splitlines())) if m]
+    assert len(rows) == len(report["rows"]), output  # every row's line, and nothing else
+    for job, nodeid in rows:
+        jobs.setdefault(implementation_of(nodeid), set()).add(job)
     assert set(jobs) == set(impls) and all(len(j) == 1 for j in jobs.values()), jobs
 
 

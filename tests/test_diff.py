@@ -7,14 +7,13 @@ import gzip
 import json
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
-import torch
 
-import specformer
 from specformer.report.diff import DiffError, compare, load_report
 from specformer.report.model import REPORT_SCHEMA, build_report, implementation_entry
 from specformer.runner.cli import main
@@ -206,9 +205,12 @@ def test_the_subcommand_runs_through_python_m_specformer(tmp_path: Path) -> None
 
 
 def test_an_implementation_entry_names_the_library_it_wraps() -> None:
+    """The version is the distribution's metadata (``2.11.0``), not the module's ``__version__``, which may carry
+    a local build tag (``2.11.0+cu130``)."""
     assert implementation_entry("reference", "reference")["library"] == {"name": "specformer",
-                                                                         "version": specformer.__version__}
-    assert implementation_entry("torch-mha", "torch-mha")["library"] == {"name": "torch", "version": torch.__version__}
+                                                                         "version": metadata.version("specformer")}
+    assert implementation_entry("torch-mha", "torch-mha")["library"] == {"name": "torch",
+                                                                         "version": metadata.version("torch")}
     assert implementation_entry("hf-bert", "specformer.adapters.hf_bert:implementation")["library"]["name"] \
         == "transformers"
     assert implementation_entry("mine", "mine.py")["library"] is None
@@ -233,8 +235,8 @@ def test_a_fresh_report_records_each_implementations_library_and_version(tmp_pat
     data = json.loads((tmp_path / "R.json").read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator(REPORT_SCHEMA).validate(data)
     libraries = {i["name"]: i["library"] for i in data["implementations"]}
-    assert libraries["reference"] == {"name": "specformer", "version": specformer.__version__}
-    assert libraries["torch-sdpa"] == {"name": "torch", "version": torch.__version__}
+    assert libraries["reference"] == {"name": "specformer", "version": metadata.version("specformer")}
+    assert libraries["torch-sdpa"] == {"name": "torch", "version": metadata.version("torch")}
 
 
 def test_the_published_cuda_report_is_compared_with_a_cpu_report(tmp_path: Path,

@@ -32,15 +32,19 @@ STILL_CHECKS_TORCH = ("encoder.the_original_stack_has_six_layers_and_bert_base_t
 
 @pytest.fixture
 def nothing_optional(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every optional library unimportable, as in an install without extras."""
-    for name in OPTIONAL:
+    """Every optional library unimportable, as in an install without extras: its submodules that an earlier
+    test imported too (``from nltk.tokenize import ...`` would find ``nltk.tokenize`` in ``sys.modules``)."""
+    for name in [*OPTIONAL, *(m for m in list(sys.modules) if m.split(".")[0] in OPTIONAL and m not in OPTIONAL)]:
         monkeypatch.setitem(sys.modules, name, None)
+    from specformer.properties.embeddings import fasttext
     from specformer.properties.tokenization import words
 
-    for cached in (words._nltk, words._spacy):
+    # what an earlier test loaded stays cached: forget it
+    caches = (words._nltk, words._spacy, fasttext.shipped_fasttext)
+    for cached in caches:
         cached.cache_clear()
     yield
-    for cached in (words._nltk, words._spacy):
+    for cached in caches:
         cached.cache_clear()
 
 

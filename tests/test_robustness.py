@@ -221,8 +221,9 @@ def test_showing_the_weights_on_a_few_examples_only_is_inconclusive() -> None:
 
     row = run(WeightsThreeTimes(), WEIGHTS_SUM, timeout_s=120)
     assert row.outcome == "inconclusive" and not row.as_expected, (row.outcome, row.message)
-    # three distinct queries; Hypothesis may draw one of them again (with other keys), which checks again
-    assert 3 <= row.examples_checked < row.min_checked == 10
+    # the property asks for the weights once per example and the implementation shows them on three calls,
+    # whatever Hypothesis draws: three examples are checked, fewer than the ci profile's minimum
+    assert row.examples_checked == WeightsThreeTimes.shown < row.min_checked == 10
     assert row.examples_out_of_domain > 0 and "does not expose attention weights" in row.message
 
 

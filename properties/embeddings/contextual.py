@@ -136,8 +136,12 @@ def minilm() -> object:
 
     try:
         hf_minilm.load()
-    except ImportError as exc:
-        raise NotApplicable(str(exc)) from None
+    except ImportError as exc:  # the adapter's own, raised from the import's ModuleNotFoundError
+        from specformer.optional import missing_message
+
+        cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
+        missing = missing_message(cause.name) if isinstance(cause, ModuleNotFoundError) else None
+        raise NotApplicable(missing or str(exc)) from None
     return hf_minilm.implementation
 
 

@@ -214,8 +214,12 @@ def analogy_questions(words: list[str]) -> tuple[torch.Tensor, int]:
     as ids ``(n, 4)``, and the number of questions in the file."""
     try:
         import gensim
-    except ImportError:
-        raise NotApplicable("gensim is not installed: its analogy file questions-words.txt is not available") from None
+    except ImportError as exc:
+        from specformer.optional import missing_message
+
+        missing = missing_message(exc.name) if isinstance(exc, ModuleNotFoundError) else None
+        raise NotApplicable(missing or "gensim is not installed: its analogy file questions-words.txt is not "
+                                       "available") from None
     from pathlib import Path
 
     index = {w: i for i, w in enumerate(words)}

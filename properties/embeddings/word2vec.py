@@ -568,8 +568,11 @@ def gensims_word2vec_takes_001s_arguments_as_the_code_says(ctx: Context, _) -> N
     words excluded."""
     try:
         from gensim.models import Word2Vec
-    except ImportError:
-        raise NotApplicable("gensim is not installed") from None
+    except ImportError as exc:
+        from specformer.optional import missing_message
+
+        missing = missing_message(exc.name) if isinstance(exc, ModuleNotFoundError) else None
+        raise NotApplicable(missing or "gensim is not installed") from None
     model = Word2Vec(sentences=gensim_corpus(), vector_size=100, window=5, sg=1, negative=5, min_count=2, workers=1,
                      seed=1)
     assert (model.sg, model.negative, model.hs, model.window) == (1, 5, 0, 5), (
@@ -616,8 +619,11 @@ def words_sharing_contexts_end_up_closest(ctx: Context, corpus_seed, seed) -> No
     to pear than to king or queen."""
     try:
         from gensim.models import Word2Vec
-    except ImportError:
-        raise NotApplicable("gensim is not installed") from None
+    except ImportError as exc:
+        from specformer.optional import missing_message
+
+        missing = missing_message(exc.name) if isinstance(exc, ModuleNotFoundError) else None
+        raise NotApplicable(missing or "gensim is not installed") from None
     model = Word2Vec(shared_context_corpus(corpus_seed), vector_size=16, window=2, sg=1, negative=5, min_count=1,
                      workers=1, seed=seed, epochs=50, sample=0, hashfxn=_crc32)
     cos = model.wv.similarity

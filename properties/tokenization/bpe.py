@@ -214,6 +214,10 @@ SURROGATE_TEXTS = st.builds(lambda a, s, b: a + s + b, sf.texts(max_size=4),
 @given(words=sf.sized_corpora(), num_merges=st.one_of(BUDGETS, st.integers(0, 64)))
 @example(words={"cd": 5, "ab": 1, "ae": 1}, num_merges=1)  # counting words, not occurrences, picks (a, b)
 @example(words={"abab": 1}, num_merges=3)  # merging only the first "ab" leaves one to merge again
+# A corpus of more than 10 words whose last word is by far the most frequent: the first merge is (g, h) or
+# (h, </w>), 50 times each, which a trainer that looks at the first 10 words only does not learn.
+@example(words={"a": 1, "b": 1, "c": 1, "d": 1, "e": 1, "f": 1, "g": 1, "ab": 1, "cd": 1, "ef": 1, "gh": 50},
+         num_merges=2)
 def each_merge_is_a_most_frequent_pair_of_the_corpus_as_merged_so_far(ctx: Context, words, num_merges) -> None:
     """Replaying the merges, each one is a pair of the highest weighted count at its turn (ties: any of them)."""
     merges = ctx.bpe_train(words, num_merges)
@@ -376,6 +380,7 @@ def the_vocabulary_has_the_base_symbols_plus_num_merges_as_written(ctx: Context,
 @example(words={"bc": 3}, num_merges=1, word="bcbc")  # one pass, first occurrence only: bc b c
 @example(words={"bbbc": 2}, num_merges=2, word="bbcbc")  # the pair most frequent in the word first: b bc bc
 @example(words={"bbcb": 1}, num_merges=2, word="bb")  # the longest symbol first: bb </w>
+@example(words={"ab": 2}, num_merges=1, word="ab" * 6)  # a word over 10 letters: ab ab ab ab ab ab </w>
 def encoding_applies_the_merges_in_the_order_they_were_learned(ctx: Context, words, num_merges, word) -> None:
     """With merges the reference learned, the implementation's symbols of a word are the reference's rank-order ones."""
     merges = train_bpe_naive(words, num_merges)
@@ -776,7 +781,7 @@ def byte_level_tokenizers() -> dict[str, Any]:
         tokenizers = import_library("tokenizers", "tokenizers", "bpe.gpt2-byte-level")
         transformers = import_library("transformers", "transformers", "bpe.gpt2-byte-level")
     except ImportError as exc:
-        raise NotApplicable(str(exc)) from exc
+        raise NotApplicable(_not_importable(exc)) from exc
     alphabet = sorted(tokenizers.pre_tokenizers.ByteLevel.alphabet())
     vocab = {char: i for i, char in enumerate(alphabet)}
     specials = {"<s>": 256, "</s>": 257, "<unk>": 258, "<pad>": 259, "<mask>": 260}
@@ -794,8 +799,17 @@ def xlm_bpe(word: str, ranks: dict[tuple[str, str], int]) -> str:
     try:
         module = import_library("transformers.models.xlm.tokenization_xlm", "transformers", "bpe.gpt2-byte-level")
     except ImportError as exc:
-        raise NotApplicable(str(exc)) from exc
+        raise NotApplicable(_not_importable(exc)) from exc
     return module.XLMTokenizer.bpe(SimpleNamespace(cache={}, bpe_ranks=ranks), word)
+
+
+def _not_importable(exc: ImportError) -> str:
+    """Why a library cannot be used: the package and its extra where it is not installed (``import_library``
+    raises its own ImportError from the import's ModuleNotFoundError), else what the import said."""
+    from specformer.optional import missing_message
+
+    cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
+    return (missing_message(cause.name) if isinstance(cause, ModuleNotFoundError) else None) or str(exc)
 
 
 @claim_property("bpe.gpt2-byte-level", needs=(), about="library", dtypes=F64, max_examples=10)

