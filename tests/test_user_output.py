@@ -232,6 +232,13 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
     # embeddings: the cosine without the norm of b
     ("embeddings.py", "norms = a.norm(dim=-1) * b.norm(dim=-1)", "norms = a.norm(dim=-1) * a.norm(dim=-1)",
      "impl.cosine_similarity("),
+    # attention: scores divided by d_k, not its square root
+    ("attention.py", "/ math.sqrt(q.shape[-1])", "/ q.shape[-1]", "impl.attention("),
+    # positions: cosines where the sines go
+    ("positions.py", "pe[:, 0::2] = torch.sin(angles)", "pe[:, 0::2] = torch.cos(angles)", "impl.positional_encoding("),
+    # blocks: LayerNorm with the unbiased variance
+    ("blocks.py", "var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)",
+     "var = ((x - mu) ** 2).sum(dim=-1, keepdim=True) / max(x.shape[-1] - 1, 1)", "impl.layer_norm("),
 ])
 def test_a_planted_bug_shows_its_message_and_a_call_into_the_users_code_in_the_first_30_lines(
         tmp_path: Path, example: str, old: str, new: str, call: str) -> None:
