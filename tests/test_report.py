@@ -234,3 +234,18 @@ def test_non_ascii_messages_survive_the_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     write_report(report, path)
     assert json.loads(path.read_text(encoding="utf-8"))["rows"][0]["message"] == "σ ≠ √d_k — ±∞"
+
+
+def test_the_writer_waits_longer_after_a_costly_rewrite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rewrite that took 10 ms delays the next by 50 times that, not by every_s alone."""
+    writer = ReportWriter(tmp_path / "report.json", IMPLS, "ci", every_s=0.001)
+    writer.start()
+    writer._cost = 0.01
+    writes = []
+    monkeypatch.setattr(writer, "_write", lambda state: writes.append(state))
+    writer._last = __import__("time").perf_counter()
+    writer.add(row("pass"))
+    assert writes == []  # 0.5 s not yet passed
+    writer._last -= 0.6
+    writer.add(row("pass"))
+    assert writes == ["running"]

@@ -241,8 +241,14 @@ def write_report(report: dict[str, Any], path: Path) -> None:
 class ReportWriter:
     """Keeps the report on disk in step with a run (see the module docstring).
 
-    ``every_s`` throttles rewrites while rows arrive; :meth:`finish` always writes.
+    ``every_s`` throttles rewrites while rows arrive (0: a rewrite per row), and so does the cost of the last one:
+    the next rewrite waits :data:`COST_FACTOR` times as long as the last took (a report of
+    thousands of rows takes tens of milliseconds to write, and the controlling process
+    shares the cores with the jobs). :meth:`finish` always writes.
     """
+
+    #: How many times the last rewrite's duration to wait before the next.
+    COST_FACTOR = 50
 
     def __init__(self, path: Path, implementations: list[dict[str, Any]], profile: str, command: str | None = None,
                  every_s: float = 0.5, environment_extra: dict[str, Any] | None = None) -> None:
@@ -253,15 +259,18 @@ class ReportWriter:
         self.every_s = every_s
         self._start = time.perf_counter()
         self._last = 0.0
+        self._cost = 0.0
         #: The final report (:meth:`finish`), as written.
         self.final: dict[str, Any] | None = None
 
     def _write(self, state: str) -> dict[str, Any]:
+        start = time.perf_counter()
         report = build_report(self.rows, self.implementations, self.profile, time.perf_counter() - self._start,
                               complete=state == "complete", command=self.command, state=state,
                               environment_extra=self.environment_extra)
         write_report(report, self.path)
         self._last = time.perf_counter()
+        self._cost = self._last - start
         return report
 
     def start(self) -> None:
@@ -271,7 +280,8 @@ class ReportWriter:
     def add(self, row: RowResult | dict[str, Any]) -> None:
         """Record a finished row (and rewrite the file if the last write is old enough)."""
         self.rows.append(_row_json(row))
-        if time.perf_counter() - self._last >= self.every_s:
+        wait = max(self.every_s, self.COST_FACTOR * self._cost) if self.every_s > 0 else 0.0  # 0: every row
+        if time.perf_counter() - self._last >= wait:
             self._write("running")
 
     def finish(self, complete: bool) -> dict[str, Any]:
