@@ -54,8 +54,10 @@ def test_a_loaded_module_of_constants_changes_no_example(tmp_path: Path) -> None
 
 def test_without_the_pin_it_would(tmp_path: Path) -> None:
     """The control: Hypothesis releases that collect local constants draw some of them."""
-    from hypothesis.internal.conjecture import providers
-
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # an older Hypothesis (6.100 has no providers module)
+        pytest.skip("this Hypothesis collects no local constants: there is nothing to pin")
     if not hasattr(providers, "_get_local_constants"):
         pytest.skip("this Hypothesis collects no local constants: there is nothing to pin")
     assert examples(tmp_path, pinned=False, loaded=False) != examples(tmp_path, pinned=False, loaded=True)
