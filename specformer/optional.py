@@ -47,3 +47,12 @@ def missing_message(module: str | None) -> str | None:
     how = (f"pip install 'specformer[{extra}]'" if extra else
            f"pip install --no-deps {package}, as the README says")
     return f"needs the package {package}, which is not installed (it comes with: {how})"
+
+
+def not_installed(exc: ImportError, otherwise: str) -> str:
+    """The reason a row cannot use a library whose import raised ``exc``: :func:`missing_message` of the
+    module that was not found (``exc`` itself, or the ``ModuleNotFoundError`` an adapter's own
+    ``ImportError`` was raised from), else ``otherwise``."""
+    cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
+    missing = missing_message(cause.name) if isinstance(cause, ModuleNotFoundError) else None
+    return missing or otherwise

@@ -137,11 +137,9 @@ def minilm() -> object:
     try:
         hf_minilm.load()
     except ImportError as exc:  # the adapter's own, raised from the import's ModuleNotFoundError
-        from specformer.optional import missing_message
+        from specformer.optional import not_installed
 
-        cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
-        missing = missing_message(cause.name) if isinstance(cause, ModuleNotFoundError) else None
-        raise NotApplicable(missing or str(exc)) from None
+        raise NotApplicable(not_installed(exc, str(exc))) from None
     return hf_minilm.implementation
 
 

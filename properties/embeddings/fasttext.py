@@ -223,11 +223,10 @@ def shipped_fasttext() -> Any:
         import gensim
         from gensim.models.fasttext import load_facebook_vectors
     except ImportError as exc:
-        from specformer.optional import missing_message
+        from specformer.optional import not_installed
 
-        missing = missing_message(exc.name) if isinstance(exc, ModuleNotFoundError) else None
-        raise NotApplicable(missing or "gensim is not installed: its shipped fastText model is not "
-                                       "available") from None
+        raise NotApplicable(not_installed(exc, "gensim is not installed: its shipped fastText model is not "
+                                               "available")) from None
     return load_facebook_vectors(str(Path(gensim.__file__).parent / "test" / "test_data" / SHIPPED_MODEL))
 
 

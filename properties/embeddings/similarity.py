@@ -215,11 +215,10 @@ def analogy_questions(words: list[str]) -> tuple[torch.Tensor, int]:
     try:
         import gensim
     except ImportError as exc:
-        from specformer.optional import missing_message
+        from specformer.optional import not_installed
 
-        missing = missing_message(exc.name) if isinstance(exc, ModuleNotFoundError) else None
-        raise NotApplicable(missing or "gensim is not installed: its analogy file questions-words.txt is not "
-                                       "available") from None
+        raise NotApplicable(not_installed(exc, "gensim is not installed: its analogy file questions-words.txt "
+                                               "is not available")) from None
     from pathlib import Path
 
     index = {w: i for i, w in enumerate(words)}

@@ -569,10 +569,9 @@ def gensims_word2vec_takes_001s_arguments_as_the_code_says(ctx: Context, _) -> N
     try:
         from gensim.models import Word2Vec
     except ImportError as exc:
-        from specformer.optional import missing_message
+        from specformer.optional import not_installed
 
-        missing = missing_message(exc.name) if isinstance(exc, ModuleNotFoundError) else None
-        raise NotApplicable(missing or "gensim is not installed") from None
+        raise NotApplicable(not_installed(exc, "gensim is not installed")) from None
     model = Word2Vec(sentences=gensim_corpus(), vector_size=100, window=5, sg=1, negative=5, min_count=2, workers=1,
                      seed=1)
     assert (model.sg, model.negative, model.hs, model.window) == (1, 5, 0, 5), (
@@ -620,10 +619,9 @@ def words_sharing_contexts_end_up_closest(ctx: Context, corpus_seed, seed) -> No
     try:
         from gensim.models import Word2Vec
     except ImportError as exc:
-        from specformer.optional import missing_message
+        from specformer.optional import not_installed
 
-        missing = missing_message(exc.name) if isinstance(exc, ModuleNotFoundError) else None
-        raise NotApplicable(missing or "gensim is not installed") from None
+        raise NotApplicable(not_installed(exc, "gensim is not installed")) from None
     model = Word2Vec(shared_context_corpus(corpus_seed), vector_size=16, window=2, sg=1, negative=5, min_count=1,
                      workers=1, seed=seed, epochs=50, sample=0, hashfxn=_crc32)
     cos = model.wv.similarity

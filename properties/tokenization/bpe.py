@@ -23,6 +23,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from specformer.context import Context, ImplementationError
+from specformer.optional import not_installed
 from specformer.property import claim_property
 from specformer.reference.tokenization.bpe import (
     byte_word_counts,
@@ -781,7 +782,7 @@ def byte_level_tokenizers() -> dict[str, Any]:
         tokenizers = import_library("tokenizers", "tokenizers", "bpe.gpt2-byte-level")
         transformers = import_library("transformers", "transformers", "bpe.gpt2-byte-level")
     except ImportError as exc:
-        raise NotApplicable(_not_importable(exc)) from exc
+        raise NotApplicable(not_installed(exc, str(exc))) from exc
     alphabet = sorted(tokenizers.pre_tokenizers.ByteLevel.alphabet())
     vocab = {char: i for i, char in enumerate(alphabet)}
     specials = {"<s>": 256, "</s>": 257, "<unk>": 258, "<pad>": 259, "<mask>": 260}
@@ -799,17 +800,10 @@ def xlm_bpe(word: str, ranks: dict[tuple[str, str], int]) -> str:
     try:
         module = import_library("transformers.models.xlm.tokenization_xlm", "transformers", "bpe.gpt2-byte-level")
     except ImportError as exc:
-        raise NotApplicable(_not_importable(exc)) from exc
+        raise NotApplicable(not_installed(exc, str(exc))) from exc
     return module.XLMTokenizer.bpe(SimpleNamespace(cache={}, bpe_ranks=ranks), word)
 
 
-def _not_importable(exc: ImportError) -> str:
-    """Why a library cannot be used: the package and its extra where it is not installed (``import_library``
-    raises its own ImportError from the import's ModuleNotFoundError), else what the import said."""
-    from specformer.optional import missing_message
-
-    cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
-    return (missing_message(cause.name) if isinstance(cause, ModuleNotFoundError) else None) or str(exc)
 
 
 @claim_property("bpe.gpt2-byte-level", needs=(), about="library", dtypes=F64, max_examples=10)

@@ -25,7 +25,7 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from specformer.context import Context
-from specformer.optional import missing_message
+from specformer.optional import missing_message, not_installed
 from specformer.property import claim_property
 from specformer.protocol import NotApplicable
 from specformer.reference.tokenization import wordpiece as ref
@@ -51,8 +51,7 @@ def library(module: str) -> object:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        missing = missing_message(exc.name) if isinstance(exc, ModuleNotFoundError) else None
-        raise NotApplicable(missing or f"{module} is not importable here ({exc})") from None
+        raise NotApplicable(not_installed(exc, f"{module} is not importable here ({exc})")) from None
 
 
 @st.composite

@@ -20,7 +20,7 @@ from hypothesis import reject
 
 from specformer.properties.tolerances import DTYPES, Tolerance, tolerance
 from specformer.protocol import CONVENTIONS, Capabilities, NotApplicable
-from specformer.protocol.capabilities import OutsideDeclaration
+from specformer.protocol.capabilities import OutsideDeclaration, admits
 from specformer.runner.supervisor import WorkerLost, WorkerPool
 from specformer.runner.wire import WireTensor, describe
 from specformer.runner.worker import run_locally
@@ -160,8 +160,7 @@ class ContextBase:
     def supports(self, convention: str, value: Any) -> bool:
         """Whether the implementation follows ``value`` of ``convention``: by its declaration, or, undeclared,
         by the convention's default (every value where it has none)."""
-        declared = self._declared(convention)
-        return declared is None or any(value == d and type(value) is type(d) for d in declared)
+        return admits(self._declared(convention), value)
 
     def __repr__(self) -> str:
         return f"Context({self.impl_name}, {self.device.type}, {self.dtype_name})"
@@ -218,7 +217,7 @@ class ContextBase:
         if self._process:
             request["process"] = self._process
         #: the last call into the implementation: what a failure's summary shows as Python
-        self.last_call = (op, args, {**kwargs, **{k: v for k, v in (optional or {}).items()}})
+        self.last_call = (op, args, {**kwargs, **(optional or {})})
         start = time.monotonic()
         self._calling = (op, start)
         answer = self.backend.call(request, f"calling {op}", self.deadline)

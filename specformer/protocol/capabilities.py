@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
-__all__ = ["CapabilityError", "Capabilities", "Convention", "DTYPE_NAMES", "DEVICE_NAMES", "OutsideDeclaration"]
+__all__ = ["CapabilityError", "Capabilities", "Convention", "DTYPE_NAMES", "DEVICE_NAMES", "OutsideDeclaration", "admits"]
 
 #: The dtypes a declaration may name.
 DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64")
@@ -72,6 +72,12 @@ class Convention:
     values: tuple[Any, ...]
     doc: str = ""
     default: tuple[Any, ...] | None = None
+
+
+def admits(declared: Iterable[Any] | None, value: Any) -> bool:
+    """Whether ``value`` is among the ``declared`` values of a convention, by value and type (``True`` is
+    not ``1``); ``None`` declares every value."""
+    return declared is None or any(value == d and type(value) is type(d) for d in declared)
 
 
 def _frozen(values: Iterable[Any] | None, what: str) -> frozenset[Any] | None:
@@ -140,8 +146,7 @@ class Capabilities:
     # -- reading -------------------------------------------------------------------------
     def supports(self, name: str, value: Any) -> bool:
         """Whether the declaration admits ``value`` for convention ``name`` (absent: every value)."""
-        declared = self.conventions.get(name)
-        return declared is None or any(value == d and type(value) is type(d) for d in declared)
+        return admits(self.conventions.get(name), value)
 
     def outside(self, operations: Iterable[str], device: str, dtype: str) -> str | None:
         """Why a row needing ``operations`` on ``device`` in ``dtype`` is outside the declaration, or None."""
