@@ -48,7 +48,8 @@ class WorkerBackend:
         self.pool, self.spec = pool, spec
 
     def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
-        worker = self.pool.worker(self.spec, deadline, int(request.pop("process", 0)))
+        process, device = int(request.pop("process", 0)), str(request.get("device", "cpu"))
+        worker = self.pool.worker(self.spec, deadline, process, device)
         if worker.load_answer.get("status") != "loaded":
             raise WorkerLost(f"the implementation could not be loaded: {worker.load_answer.get('message', '')}")
         return worker.request(request, what, deadline)

@@ -171,12 +171,20 @@ def _loop(sock: socket.socket, root: bool) -> None:
                 sock.close()
                 die_with_parent()
                 code = 0
+                os.dup2(fds[1], 2)  # the output the checker drains, from the start: a failure below lands there
                 try:
                     from specformer.runner.worker import main
 
                     main(fds[0], fds[1], **request["settings"])
                 except BaseException:  # noqa: BLE001 - the worker's own failure, reported by its status
                     code = 70
+                    try:  # on the worker's output, which the checker quotes with the status
+                        import traceback
+
+                        traceback.print_exc()
+                        sys.stderr.flush()
+                    except BaseException:  # noqa: BLE001 - no output left to write to
+                        pass
                 os._exit(code)
             for f in fds:
                 os.close(f)

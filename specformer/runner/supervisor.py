@@ -131,6 +131,7 @@ class Worker:
         self._dead = False
         self._spin_s = settings.spin_s
         self._memory_mib = settings.memory_mib
+        self.holds_device = False  # asked to run on an accelerator: it holds a device context (WorkerPool.worker)
         try:
             self.pid = self._server.start_worker(theirs.fileno(), out_w, {
                 "spec": spec, "threads": settings.threads, "spin_s": settings.spin_s})
@@ -312,18 +313,31 @@ class WorkerPool:
         self._workers: dict[tuple[str, int], Worker] = {}
         self.starts = 0
 
-    def worker(self, spec: str, deadline: float, process: int = 0) -> Worker:
+    def worker(self, spec: str, deadline: float, process: int = 0, device: str = "cpu") -> Worker:
         """A live worker for ``spec`` (raises :class:`WorkerLost` if none can be started). ``process`` 1
-        is a second worker of the same implementation, forked from the root of the other hash seed."""
-        current = self._workers.get((spec, process))
-        if current is not None and current.alive:
-            return current
-        if current is not None:
-            current.kill()
-        self.starts += 1
-        worker = Worker(spec, self.settings, deadline, process)
-        self._workers[(spec, process)] = worker
-        return worker
+        is a second worker of the same implementation, forked from the root of the other hash seed.
+
+        For a call on an accelerator (``device`` other than ``cpu``), every other worker of this pool
+        that has used one is stopped first: each holds a device context (about 500 MiB on a CUDA
+        GPU) and its allocator's cache for as long as it lives, and one pool per checker process
+        times one worker per implementation fills even a large GPU. The ordering of rows by
+        implementation keeps such restarts rare.
+        """
+        key = (spec, process)
+        if device != "cpu":
+            for other, held in list(self._workers.items()):
+                if other != key and held.holds_device:
+                    self._workers.pop(other).stop()
+        current = self._workers.get(key)
+        if current is None or not current.alive:
+            if current is not None:
+                current.kill()
+            self.starts += 1
+            current = Worker(spec, self.settings, deadline, process)
+            self._workers[key] = current
+        if device != "cpu":
+            current.holds_device = True
+        return current
 
     def load(self, spec: str, timeout_s: float) -> dict[str, Any]:
         """Start a worker for ``spec`` and return its load answer (``loaded`` or ``load-error``).

@@ -251,7 +251,14 @@ def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
     device = torch.device(request.get("device", "cpu"))
     if device.type != "cpu":
         memo: dict[int, Any] = {}
-        args, kwargs = to_device((args, kwargs), device, memo)
+        try:
+            args, kwargs = to_device((args, kwargs), device, memo)
+        except BaseException as exc:  # noqa: BLE001 - a device that is full, missing or lost: no call was made
+            answer = _raised(exc)
+            answer["message"] = f"moving the inputs to {device} failed, before any call: {answer['message']}"
+            if device_lost(exc):
+                answer["device_lost"] = True
+            return answer
         given = [memo[id(t)] for t in given]
     arguments = list(zip(_argument_names(request, args), args)) + list(kwargs.items())
     plain_before = [plain_fingerprint(argument) for _, argument in arguments]  # lists, dicts: checked after the call
@@ -387,6 +394,24 @@ def main(channel: int, output: int, spec: str, threads: int = 1, spin_s: float =
         conn.send_bytes(_answer(reply))
         if reply.get("device_lost"):  # the checker discards this worker too (supervisor.Worker.request)
             return
+        del reply
+        if request.get("device", "cpu") != "cpu":
+            release_device_cache()
+
+
+#: Device memory a worker may keep cached between calls; above it the cache goes back to the device.
+KEEP_CACHED_BYTES = 1 << 30
+
+
+def release_device_cache() -> None:
+    """Give the CUDA caching allocator's unused blocks back to the device when it holds more than
+    :data:`KEEP_CACHED_BYTES`: every worker of every checker shares one device, and cached blocks
+    of one are memory another cannot allocate."""
+    try:
+        if torch.cuda.is_initialized() and torch.cuda.memory_reserved() > KEEP_CACHED_BYTES:
+            torch.cuda.empty_cache()
+    except BaseException:  # noqa: BLE001 - a lost device: the next call's own error says so
+        pass
 
 
 def run_locally(impl: Any, request: dict[str, Any]) -> Any:
