@@ -22,7 +22,7 @@ from specformer.runner.cli import build_parser, main
 from specformer.runner.loading import load_implementation
 from specformer.property import load_properties
 from specformer.report.model import REPORT_SCHEMA
-from specformer.runner.plugin import implementation_of
+from specformer.runner.plugin import implementation_of, scope_of
 from specformer.runner.row import MATH, reproduce_command
 
 SUMS = "attention.weights-sum-to-one"
@@ -158,6 +158,13 @@ def test_two_jobs_give_the_rows_of_one_job_with_each_implementation_run_by_one_j
 def test_a_rows_node_id_names_its_implementation() -> None:
     assert implementation_of("attention/attention.py::p[hf-bert-tokenizer-cpu-float64]") == "hf-bert-tokenizer"
     assert implementation_of("blocks/ffn.py::p[math-cpu-float64]") == "math"
+
+
+def test_a_rows_group_is_its_implementation_on_the_cpu_and_one_dtype_on_an_accelerator() -> None:
+    assert scope_of("a/b.py::p[hf-bert-tokenizer-cpu-float64]") == scope_of("a/b.py::q[hf-bert-tokenizer-cpu-float32]")
+    assert scope_of("a/b.py::p[hf-bert-tokenizer-cpu-float64]") == "hf-bert-tokenizer-cpu"
+    assert scope_of("a/b.py::p[torch-nn-cuda-float16]") == "torch-nn-cuda-float16"
+    assert scope_of("a/b.py::p[torch-nn-cuda-float16]") != scope_of("a/b.py::p[torch-nn-cuda-bfloat16]")
 
 
 def test_a_rows_reproduce_command_reruns_exactly_that_row(sums_run, tmp_path: Path) -> None:

@@ -354,22 +354,35 @@ def pytest_configure_node(node: Any) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """xdist: send all the rows of one implementation to one job, which then loads it once.
+    """xdist: send all the rows of one group (:func:`scope_of`) to one job, which then loads its
+    implementation once.
 
     Loading is most of a small implementation's cost (importing ``transformers``, training
-    a tokenizer), and with xdist's ``load`` every job loads every implementation. Groups go
-    out largest first, a job taking the next when it runs low. With fewer groups than twice
-    the jobs (a run of one or two implementations) rows are spread one by one, as before.
+    a tokenizer), and with xdist's ``load`` every job loads every implementation; on a GPU
+    every job would also hold a device context per implementation, or restart its workers
+    as rows of different implementations alternate. Groups go out largest first, a job taking
+    the next when it runs low. With fewer groups than twice the jobs (a run of one or two
+    implementations) rows are spread one by one, as before.
     """
+    from specformer.runner import devices
+
     state: SuiteState = config.stash[_STATE]
     jobs = int(getattr(config.option, "numprocesses", 0) or 0)
-    if not state.active or len(state.implementations) + 1 < 2 * jobs:
+    if not state.active:
+        return None
+    try:
+        requested = devices.requested_devices(str(config.getoption("specformer_device")))
+    except ValueError:
+        requested = ["cpu"]
+    groups = (len(state.implementations) + 1) * sum(
+        1 if device == "cpu" else len(devices.DEVICE_DTYPES[device]) for device in requested)
+    if groups < 2 * jobs:
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class ByImplementation(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
-            return implementation_of(nodeid)
+            return scope_of(nodeid)
 
     return ByImplementation(config, log)
 
@@ -377,6 +390,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 def implementation_of(nodeid: str) -> str:
     """The implementation of a row's node id ``...::name[IMPL-DEVICE-DTYPE]`` (names may hold ``-``)."""
     return nodeid.rsplit("[", 1)[-1].rstrip("]").rsplit("-", 2)[0]
+
+
+def scope_of(nodeid: str) -> str:
+    """The group a row runs in: ``IMPL-cpu`` on the CPU, ``IMPL-DEVICE-DTYPE`` on an accelerator.
+
+    A job runs a group's rows with one worker. CPU rows of both dtypes share it; an
+    accelerator's rows are grouped per dtype too, so that a large implementation (the
+    reference runs most properties) spreads over several jobs, each worker holding one
+    device context.
+    """
+    impl, device, dtype = nodeid.rsplit("[", 1)[-1].rstrip("]").rsplit("-", 2)
+    return f"{impl}-{device}" if device == "cpu" else f"{impl}-{device}-{dtype}"
 
 
 @pytest.hookimpl(optionalhook=True)
