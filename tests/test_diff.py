@@ -252,3 +252,15 @@ def test_the_published_cuda_report_is_compared_with_a_cpu_report(tmp_path: Path,
     code, out, _ = diff(capsys, write(tmp_path / "cpu.json", cpu), str(ROOT / "docs" / "results" / "cuda-h100.json"))
     assert code == 1 and "device ignored, automatically" in out
     assert f"{changed['property']} [{changed['dtype']}]  fail -> pass" in out, out[-2000:]
+
+
+def test_a_cpu_machines_skipped_cuda_rows_carry_no_verdict_and_are_left_out() -> None:
+    """``--device all`` on a CPU-only machine reports its CUDA rows as skipped: compared with a CUDA report,
+    the CPU rows are matched across devices, as for a ``--device cpu`` report, and the skipped ones are counted."""
+    cpu_all = report(BASE + [{**r, "device": "cuda", "outcome": "skipped", "as_expected": True} for r in BASE])
+    cuda = report([{**r, "device": "cuda"} for r in BASE[:3]] + [
+        {**BASE[3], "device": "cuda", "outcome": "fail", "as_expected": False}])
+    diff = compare(cpu_all, cuda)
+    assert diff["ignore_device"] and diff["a"]["skipped"] == 4 and diff["b"]["skipped"] == 0
+    assert diff["matched"] == 4 and [d["b"]["implementation"] for d in diff["differ"]] == ["reference"]
+    assert diff["a"]["ran_on"] == ["cpu"]

@@ -74,9 +74,15 @@ def clean(value: Any, limit: int = 0) -> str:
     return shown[:limit - 1] + "…" if limit and len(shown) > limit else shown
 
 
+def verdicts(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """A report's rows but the *skipped* ones: a device the machine lacks (``--device all`` on a
+    CPU-only machine) gives rows without a verdict, and nothing to compare."""
+    return [r for r in report["rows"] if r.get("outcome") != "skipped"]
+
+
 def ran_on(report: dict[str, Any]) -> list[str]:
-    """The devices a report's rows ran on."""
-    return sorted({clean(r.get("device")) for r in report["rows"]})
+    """The devices a report's rows (but the skipped ones) ran on."""
+    return sorted({clean(r.get("device")) for r in verdicts(report)})
 
 
 def _key(row: dict[str, Any], ignore_device: bool) -> tuple[str, ...]:
@@ -88,7 +94,7 @@ def _key(row: dict[str, Any], ignore_device: bool) -> tuple[str, ...]:
 def _index(report: dict[str, Any], ignore_device: bool) -> dict[tuple[str, ...], dict[str, Any]] | None:
     """The rows by identity; ``None`` when two rows share one."""
     rows: dict[tuple[str, ...], dict[str, Any]] = {}
-    for row in report["rows"]:
+    for row in verdicts(report):
         key = _key(row, ignore_device)
         if key in rows:
             return None
@@ -122,7 +128,7 @@ def compare(a: dict[str, Any], b: dict[str, Any], ignore_device: bool | None = N
     """The difference of two loaded reports, as JSON-ready data (``None``: decide on the device)."""
     auto = ignore_device is None
     if auto:
-        ignore_device = (not set(ran_on(a)) & set(ran_on(b)) and bool(a["rows"]) and bool(b["rows"])
+        ignore_device = (not set(ran_on(a)) & set(ran_on(b)) and bool(verdicts(a)) and bool(verdicts(b))
                          and _index(a, True) is not None and _index(b, True) is not None)
     rows_a, rows_b = _index(a, bool(ignore_device)), _index(b, bool(ignore_device))
     for name, rows, report in (("A", rows_a, a), ("B", rows_b, b)):
@@ -138,9 +144,9 @@ def compare(a: dict[str, Any], b: dict[str, Any], ignore_device: bool | None = N
     libraries = [{"implementation": n, "a": (libs_a or {}).get(n), "b": (libs_b or {}).get(n)}
                  for n in sorted(both) if (libs_a or {}).get(n) != (libs_b or {}).get(n)]
     return {
-        "a": {"rows": len(a["rows"]), "ran_on": ran_on(a), "environment": a.get("environment"),
+        "a": {"rows": len(a["rows"]), "skipped": len(a["rows"]) - len(verdicts(a)), "ran_on": ran_on(a), "environment": a.get("environment"),
               "summary": a.get("summary"), "libraries_recorded": libs_a is not None},
-        "b": {"rows": len(b["rows"]), "ran_on": ran_on(b), "environment": b.get("environment"),
+        "b": {"rows": len(b["rows"]), "skipped": len(b["rows"]) - len(verdicts(b)), "ran_on": ran_on(b), "environment": b.get("environment"),
               "summary": b.get("summary"), "libraries_recorded": libs_b is not None},
         "ignore_device": bool(ignore_device), "device_rule": "automatic" if auto else "option",
         "matched": sum(k in rows_b for k in rows_a),

@@ -124,6 +124,9 @@ def render(diff: dict[str, Any], names: tuple[str, str] = ("A", "B")) -> str:
     lines.append(f"{diff['matched']} rows in both: "
                  + (f"{n} differ, {diff['matched'] - n} the same" if n else "no row differs")
                  + f"; only in A: {len(diff['only_a'])}, only in B: {len(diff['only_b'])}")
+    skipped = [f"{side.upper()} {diff[side]['skipped']}" for side in "ab" if diff[side].get("skipped")]
+    if skipped:
+        lines.append("skipped rows (a device the machine lacked: no verdict) left out: " + ", ".join(skipped))
     if diff["changes"]:
         lines.append("changes: " + ", ".join(f"{clean(change)} {count}" for change, count in diff["changes"].items()))
     by_impl: dict[str, list[dict[str, Any]]] = defaultdict(list)
