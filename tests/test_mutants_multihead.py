@@ -6,6 +6,8 @@ the property a wrong table row or a wrong library and check that it objects.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -30,10 +32,13 @@ from mutants import (
     SOFTMAX_WRONG_AXIS,
     Mutant,
     attention_with,
+    multihead_with,
 )
+from specformer.adapters.reference import ReferenceImplementation
 from specformer.adapters.reference import implementation as reference
 from specformer.adapters.torch_mha import implementation as torch_mha
 from specformer.context import Context
+from specformer.protocol import Capabilities
 from specformer.properties.attention import multihead
 
 CONCAT = "multihead.output_is_the_concatenation_of_the_heads_times_w_o"
@@ -193,3 +198,30 @@ def test_a_table_of_only_typical_models_leaves_nothing_to_refute(monkeypatch):
     table = {m: c for m, c in multihead.PUBLISHED_CONFIGURATIONS.items() if c[1] in multihead.TYPICAL_HEADS}
     monkeypatch.setattr(multihead, "PUBLISHED_CONFIGURATIONS", table)
     assert run_row(HEADS_AS_WRITTEN, None).outcome == "fail"
+
+
+# -- multihead.concat-heads at d_k != d_model / h ------------------------------------------------
+FREE_KEY_WIDTH = "multihead.each_head_scales_by_its_own_d_k_when_d_k_is_not_d_model_over_h"
+#: Computes the scale from d_model // h (as code with one ``head_dim`` does) while splitting at d_k.
+MHA_SCALE_BY_D_MODEL_OVER_H = Mutant("mha-scale-by-sqrt-d_model-over-h", multihead_attention=multihead_with(
+    scale=lambda p: math.sqrt(p.d_model // p.h)))
+
+
+def test_a_head_scaled_by_sqrt_d_model_over_h_is_caught() -> None:
+    """Where d_k = d_model / h (every other multi-head property's draws) the two scales agree."""
+    assert_caught(FREE_KEY_WIDTH, MHA_SCALE_BY_D_MODEL_OVER_H)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_reference_passes_with_a_free_key_width(dtype: str) -> None:
+    row = run_row(FREE_KEY_WIDTH, reference, dtype)
+    assert row.outcome == "pass", f"{row.outcome}, {row.message}"
+
+
+def test_a_declared_d_model_over_h_implementation_is_not_applicable_at_once() -> None:
+    row = run_row(FREE_KEY_WIDTH, torch_mha, "float32")
+    assert row.outcome == "not-applicable" and row.examples_checked == 0, f"{row.outcome}, {row.message}"
+    narrow = ReferenceImplementation()
+    narrow.capabilities = Capabilities(conventions={"key_width": {"d_model_over_h"}})
+    row = run_row(FREE_KEY_WIDTH, narrow, "float32")
+    assert row.outcome == "not-applicable" and "key_width" in row.message, f"{row.outcome}, {row.message}"

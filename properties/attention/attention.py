@@ -83,6 +83,7 @@ def weights_lie_strictly_between_zero_and_one_as_written(ctx: Context, case) -> 
 @given(case=sf.attention_cases(masked=None))
 def output_is_the_weights_times_the_values(ctx: Context, case) -> None:
     """``O = A V`` with the implementation's own weights."""
+    ctx.require("returns_weights", True)  # declared hidden: not applicable at once, before any call
     result = ctx.attention(case.q, case.k, case.v, case.mask)
     if result.weights is None:
         ctx.weights(case.q, case.k, case.v, case.mask)  # marks the example not applicable
@@ -391,6 +392,7 @@ def each_output_row_depends_only_on_its_own_query(ctx: Context, case, data) -> N
        max_size=3, unique=True), other=sf.tensors((1, 6, 3)))
 def one_set_of_parameters_serves_every_length_and_weights_follow_content(ctx: Context, x, w, lengths, other) -> None:
     """The same ``W^Q, W^K, W^V`` apply to any length t; the weights change when the content changes."""
+    ctx.require("returns_weights", True)  # declared hidden: not applicable at once, before any call
     for t in lengths:
         result = ctx.attention(*_self_attention_inputs(x[:, :t], w))
         ctx.assert_close(result.output, attention_formula(*_self_attention_inputs(x[:, :t], w))[0],

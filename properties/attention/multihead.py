@@ -155,6 +155,40 @@ def output_is_the_concatenation_of_the_heads_times_w_o(ctx: Context, case) -> No
                      scale=_scale(query, source, params))
 
 
+@st.composite
+def free_key_width_cases(draw: st.DrawFn, max_batch: int = 2, max_t: int = 4):
+    """``(query, source, params)`` with ``d_k != d_model / h``: ``h``, ``d_model / h`` in 1..4, ``d_k`` in 1..5.
+
+    ``d_v = d_model / h``, so only the query/key width departs from the usual one.
+    """
+    h, head_width = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    other = draw(st.integers(1, 4))
+    d_model, d_k = h * head_width, other + (other >= head_width)  # d_k in 1..5, never d_model / h
+    w = lambda rows, cols: draw(sf.tensors((rows, cols), sf.projection_bound(rows)))  # noqa: E731
+    params = MultiHeadParams(w(d_model, h * d_k), w(d_model, h * d_k), w(d_model, h * head_width),
+                             w(h * head_width, d_model), h)
+    b, t_q, t_k = draw(st.integers(1, max_batch)), draw(st.integers(1, max_t)), draw(st.integers(1, max_t))
+    return draw(sf.tensors((b, t_q, d_model))), draw(sf.tensors((b, t_k, d_model))), params
+
+
+@claim_property("multihead.concat-heads", needs=MHA)
+@given(case=free_key_width_cases())
+def each_head_scales_by_its_own_d_k_when_d_k_is_not_d_model_over_h(ctx: Context, case) -> None:
+    """``Concat(head_1..head_h) W^O`` with ``W^Q, W^K`` of shape ``(d_model, h d_k)``, ``d_k != d_model / h``:
+    head ``i`` takes columns ``i d_k : (i+1) d_k`` and divides its scores by ``sqrt(d_k)``, not ``sqrt(d_model / h)``.
+
+    Not applicable at once to an implementation that declares ``key_width`` or
+    ``value_width`` ``'d_model_over_h'`` (PyTorch's module, the Hugging Face ones).
+    """
+    ctx.require("value_width", "free")
+    ctx.require("key_width", "free")
+    query, source, params = case
+    out = ctx.multihead_attention(query, source, source, params)
+    ctx.assert_close(out, _formula(query, source, params),
+                     f"MultiHead with d_k={params.d_k}, d_model/h={params.d_model // params.h} vs Concat(heads) W^O",
+                     scale=_scale(query, source, params))
+
+
 # -- multihead.single-head -------------------------------------------------------------
 @claim_property("multihead.single-head", needs=MHA)
 @given(case=sf.multihead_cases(h=1))

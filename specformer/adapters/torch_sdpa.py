@@ -26,8 +26,10 @@ class TorchSDPA:
     """Attention through PyTorch's fused scaled-dot-product kernel."""
 
     name = "torch-sdpa"
-    #: Every attention convention, dtype and device: the kernel answers every example.
-    capabilities = Capabilities()
+    #: Every attention convention, dtype and device: the kernel answers every example. The function
+    #: returns no weights, but the adapter recovers them from the kernel (identity values), so it
+    #: declares that it returns them: a missing weight matrix is then an error, not a skipped example.
+    capabilities = Capabilities(conventions={"returns_weights": {True}})
 
     def _sdpa(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
               causal: bool) -> torch.Tensor:

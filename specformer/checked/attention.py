@@ -69,8 +69,16 @@ class AttentionCalls(_Base):
 
     def weights(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
                 *, causal: bool = False) -> torch.Tensor:
-        """The attention weights; not applicable when the implementation hides them."""
+        """The attention weights; not applicable when the implementation hides them.
+
+        Declared hidden (``returns_weights`` False): not applicable at once, before any call.
+        Declared returned (True only): ``None`` is a failure to answer.
+        """
+        self.require("returns_weights", True)
         weights = self.attention(q, k, v, mask, causal=causal).weights
+        if weights is None and not self.supports("returns_weights", False):
+            raise ImplementationError(f"{self.impl_name} declares returns_weights True, but attention returned no "
+                                      "weights")
         if weights is None:
             self.not_applicable.append(f"{self.impl_name} does not expose attention weights")
             self.out_of_domain += 1

@@ -49,7 +49,9 @@ class AttentionImplementation(Protocol):
         ``i`` attends to keys ``j <= i``) in addition to ``mask``. ``weights`` of the
         result may be ``None`` when the implementation cannot expose them, or when
         ``need_weights=False`` (an optional parameter: the suite passes it only to
-        implementations that accept it, so that cost counts see the output alone).
+        implementations that accept it, so that cost counts see the output alone). An
+        implementation that never returns them declares ``returns_weights`` False in its
+        capabilities: the properties about the weights are then not applicable at once.
         """
         ...
 
@@ -98,6 +100,18 @@ CONVENTIONS: dict[str, Convention] = {
         values=("d_model_over_h", "free"),
         doc="multi-head value width: d_k = d_v = d_model / h only ('d_model_over_h': torch.nn.MultiheadAttention, "
             "the Hugging Face modules), or any d_v ('free')",
+    ),
+    "key_width": Convention(
+        values=("d_model_over_h", "free"),
+        doc="multi-head query/key width: d_k = d_model / h only ('d_model_over_h'), or any d_k ('free': the "
+            "reference, x-transformers' dim_head); the properties that draw d_k != d_model / h also need "
+            "value_width 'free'",
+    ),
+    "returns_weights": Convention(
+        values=(True, False),
+        doc="attention returns its weights A beside the output (True), or the output only, as fused kernels do "
+            "(False): the properties about A are then not applicable at once, before any call; an implementation "
+            "that declares True must return them whenever they are asked for",
     ),
 }
 
