@@ -92,13 +92,47 @@ SUM_BATCH_POSITIONS = Mutant("input-counts-positions-across-the-batch", input_em
                                         else input_embedding(tok[i:i + 1], e, p, scale=scale)
                                         for i in range(tok.shape[0])])))
 
+def _wraps_negatives(positions, table):
+    """Refuses positions past the end, but indexes negative ones as Python does: -1 is the last row."""
+    if int(positions.max()) >= table.shape[0]:
+        raise IndexError(f"position {int(positions.max())} past a table of {table.shape[0]} rows")
+    return table[positions]  # (t, d); table[-1] is the last row
+
+
+def _checks_the_first_position_only(positions, table):
+    if not 0 <= int(positions[0]) < table.shape[0]:
+        raise IndexError(f"position {int(positions[0])} outside the table")
+    return table[positions.clamp(0, table.shape[0] - 1)]
+
+
+def _through_float32(positions, table):
+    return learned_positions(positions, table.float()).to(table.dtype)  # rows rounded to float32 and back
+
+
+def _one_hot_product_in_bfloat16(positions, table):
+    one_hot = torch.nn.functional.one_hot(positions, table.shape[0]).to(torch.bfloat16)
+    return (one_hot @ table.to(torch.bfloat16)).to(table.dtype)  # (t, n_max) @ (n_max, d): rows rounded
+
+
+TABLE_WRAPS_NEGATIVES = Mutant("table-wraps-negative-positions", learned_positions=_wraps_negatives)
+TABLE_CHECKS_FIRST = Mutant("table-checks-the-first-position-only", learned_positions=_checks_the_first_position_only)
+TABLE_FLOAT32 = Mutant("table-read-through-float32", learned_positions=_through_float32)
+TABLE_BF16_PRODUCT = Mutant("table-one-hot-product-in-bfloat16", learned_positions=_one_hot_product_in_bfloat16)
+SUM_WITHOUT_TOKENS = Mutant("input-without-tokens", input_embedding=_sum_with(
+    lambda tok, e, p, scale: input_embedding(tok, torch.zeros_like(e), p, scale=scale)))
+
 LEARNED = "absolute.the_implementations_table_has_rows_up_to_its_length_only"
+EXACT = "absolute.a_lookup_returns_the_tables_rows_bit_for_bit"
+SUMMANDS = "absolute.each_summand_of_the_input_comes_from_its_own_table"
 INPUT = "absolute.the_implementations_input_is_the_token_row_plus_the_position_row"
 
 CASES = [
     (LEARNED, TABLE_CLAMPS), (LEARNED, TABLE_WRAPS), (LEARNED, TABLE_ZEROS), (LEARNED, TABLE_SHIFTED),
     (INPUT, SUM_NO_POSITIONS), (INPUT, SUM_IGNORES_SCALE), (INPUT, SUM_SCALES_POSITIONS), (INPUT, SUM_FIRST_ROW),
-    (INPUT, SUM_BATCH_POSITIONS),
+    (INPUT, SUM_BATCH_POSITIONS), (LEARNED, TABLE_WRAPS_NEGATIVES), (LEARNED, TABLE_CHECKS_FIRST),
+    (EXACT, TABLE_FLOAT32), (EXACT, TABLE_BF16_PRODUCT), (EXACT, TABLE_SHIFTED),
+    (SUMMANDS, SUM_SCALES_POSITIONS), (SUMMANDS, SUM_NO_POSITIONS), (SUMMANDS, SUM_WITHOUT_TOKENS),
+    (SUMMANDS, SUM_IGNORES_SCALE), (SUMMANDS, SUM_FIRST_ROW),
     ("absolute.a_power_of_two_sets_one_feature_and_the_first_feature_flips_every_step", BITS_MSB_FIRST),
     ("absolute.a_power_of_two_sets_one_feature_and_the_first_feature_flips_every_step",
      KindMutant("binary-gray-code", "binary", lambda p, d: absolute.bits(p ^ (p >> 1), d))),
@@ -156,23 +190,55 @@ def test_binary_encodings_of_the_reference_are_linear_nowhere() -> None:
 
 
 def test_every_absolute_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {q for q, _, _ in MATH} | {PERFORMS, EQUAL, MODERN}
+    covered = {q for q, _ in CASES} | {q for q, _, _ in MATH} | {PERFORMS, EQUAL, MODERN, EXACT, SUMMANDS}
     mine = {q for q, p in properties.items() if p.module == "absolute"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
 
-@pytest.mark.parametrize("qualname", [LEARNED, INPUT])
-def test_the_reference_passes_the_implementation_properties(qualname: str) -> None:
-    row = run_row(qualname, ReferenceImplementation())
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("qualname", [LEARNED, INPUT, EXACT, SUMMANDS])
+def test_the_reference_passes_the_implementation_properties(qualname: str, dtype: str) -> None:
+    row = run_row(qualname, ReferenceImplementation(), dtype)
     assert row.outcome == "pass", (row.outcome, row.message)
+
+
+def test_only_a_negative_position_reveals_a_table_that_wraps_around() -> None:
+    """Refusing every position past the end is not enough: -1 must raise too, not give the last row."""
+    row = assert_caught(LEARNED, TABLE_WRAPS_NEGATIVES)
+    assert "gave a row instead of raising" in row.message and "position -" in row.message, row.message
+
+
+@pytest.mark.parametrize("exception", [IndexError, ValueError, RuntimeError])
+def test_a_table_that_refuses_negative_positions_with_any_exception_passes(exception) -> None:
+    def refuses(positions, table):
+        if int(positions.min()) < 0 or int(positions.max()) >= table.shape[0]:
+            raise exception(f"positions must lie in [0, {table.shape[0]})")
+        return table[positions]
+
+    row = run_row(LEARNED, Mutant(f"refuses-with-{exception.__name__}", learned_positions=refuses))
+    assert row.outcome == "pass", (row.outcome, row.message)
+
+
+def test_a_one_hot_product_in_the_tables_own_dtype_is_an_exact_lookup() -> None:
+    """Correct but different: ``one_hot(positions) @ table`` in the table's dtype adds exact zeros."""
+
+    def one_hot_lookup(positions, table):
+        learned_positions(positions, table)  # the same refusals
+        return torch.nn.functional.one_hot(positions, table.shape[0]).to(table.dtype) @ table
+
+    impl = Mutant("one-hot-lookup", learned_positions=one_hot_lookup)
+    for dtype in ("float32", "float64"):
+        for qualname in (LEARNED, EXACT):
+            row = run_row(qualname, impl, dtype)
+            assert row.outcome == "pass", (qualname, dtype, row.outcome, row.message)
 
 
 def test_a_table_that_raises_another_exception_past_its_end_passes() -> None:
     """Correct but different: a ``KeyError`` (or any exception) past the end is a refusal too."""
 
     def refuses(positions, table):
-        if int(positions.max()) >= table.shape[0]:
-            raise KeyError(f"no row for position {int(positions.max())}")
+        if int(positions.min()) < 0 or int(positions.max()) >= table.shape[0]:
+            raise KeyError(f"no row for positions {int(positions.min())}..{int(positions.max())}")
         return table[positions]
 
     row = run_row(LEARNED, Mutant("keyerror-past-the-end", learned_positions=refuses))

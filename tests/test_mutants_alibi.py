@@ -15,6 +15,8 @@ import torch
 from conftest import assert_caught, run_row
 from mutants import Mutant
 from specformer.adapters.reference import ReferenceImplementation
+from specformer.protocol import Capabilities
+from specformer.protocol.base import NotApplicable
 from specformer.properties.positions import alibi
 from specformer.reference.blocks.size import count_parameters
 from specformer.reference.positions.alibi import alibi_slopes
@@ -234,6 +236,91 @@ def test_slopes_only_the_attention_sees_wrong() -> None:
     assert_caught(ALIBI_ATTENTION, mutant)
 
 
+UNEQUAL = "alibi.attention_with_t_q_and_t_k_apart_counts_queries_and_keys_from_the_first"
+EQUAL_SCORES = "alibi.with_equal_scores_each_step_of_distance_divides_the_weight_by_e_to_the_slope"
+SCALE = "alibi.alibi_attention_scales_the_scores_by_root_d_k_with_several_heads"
+SCALE_AS_WRITTEN = "alibi.alibi_attention_scales_the_scores_by_the_root_of_the_embedding_width_as_written"
+
+
+def _attention_of_any_lengths(bias_offset=False, mask_offset=False, width=None, distance=lambda d: d.abs()):
+    """ALiBi attention for ``t_q`` queries over ``t_k`` keys, correct unless told: the bias's query rows placed at
+    the end of the keys (``bias_offset``, the key-value-cache convention), the causal mask aligned bottom-right
+    (``mask_offset``), the scores divided by ``sqrt(width(h, d_k))``, or another function of ``i - j``."""
+
+    def attention(q, k, v, *, causal=False):
+        h, t_q, t_k, d_k = q.shape[1], q.shape[2], k.shape[2], q.shape[3]
+        i, j = _grid(t_q, t_k, None, offset=t_k - t_q if bias_offset else 0)
+        bias = -alibi_slopes(h)[:, None, None] * distance(i - j)  # (h, t_q, t_k)
+        scores = q @ k.transpose(-2, -1) / (width(h, d_k) if width else d_k) ** 0.5 + bias
+        if causal:
+            row, col = _grid(t_q, t_k, None, offset=t_k - t_q if mask_offset else 0)
+            scores = scores.masked_fill(col > row, float("-inf"))
+        return torch.softmax(scores, dim=-1) @ v
+
+    return attention
+
+
+ALIGNED_BOTTOM_RIGHT = Mutant("alibi-attention-queries-at-the-end", alibi_attention=_attention_of_any_lengths(
+    bias_offset=True, mask_offset=True))
+MASK_BOTTOM_RIGHT = Mutant("alibi-attention-mask-bottom-right", alibi_attention=_attention_of_any_lengths(
+    mask_offset=True))
+SCALED_BY_MODEL_WIDTH = Mutant("alibi-attention-scaled-by-root-h-d_k", alibi_attention=_attention_of_any_lengths(
+    width=lambda h, d_k: h * d_k))
+SQUARED = Mutant("alibi-attention-squared-distance", alibi_attention=_attention_of_any_lengths(
+    distance=lambda d: d.square()))
+SIGNED = Mutant("alibi-attention-signed-distance", alibi_attention=_attention_of_any_lengths(distance=lambda d: d))
+
+
+@pytest.mark.parametrize(("qualname", "mutant"), [
+    (UNEQUAL, ALIGNED_BOTTOM_RIGHT), (UNEQUAL, MASK_BOTTOM_RIGHT),
+    (EQUAL_SCORES, SQUARED), (EQUAL_SCORES, SIGNED), (EQUAL_SCORES, ATTENTION_MUTANTS[0]),
+    (EQUAL_SCORES, ATTENTION_MUTANTS[3]), (EQUAL_SCORES, ATTENTION_MUTANTS[4]),
+    (SCALE, SCALED_BY_MODEL_WIDTH),
+], ids=lambda x: x.name if isinstance(x, Mutant) else x.split(".", 1)[1])
+def test_the_second_attention_properties_catch_their_mutants(qualname: str, mutant: Mutant) -> None:
+    assert_caught(qualname, mutant)
+
+
+def test_only_unequal_lengths_reveal_an_attention_aligned_bottom_right() -> None:
+    """With ``t_q = t_k`` the bottom-right alignment is the top-left one: the square-length properties pass it."""
+    for qualname in (ALIBI_ATTENTION, EQUAL_SCORES, SCALE):
+        assert run_row(qualname, ALIGNED_BOTTOM_RIGHT).outcome == "pass", qualname
+    assert_caught(UNEQUAL, ALIGNED_BOTTOM_RIGHT)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("qualname", [UNEQUAL, EQUAL_SCORES, SCALE, SCALE_AS_WRITTEN], ids=lambda q: q.split(".", 1)[1])
+def test_the_reference_passes_the_second_attention_properties(qualname: str, dtype: str, properties) -> None:
+    row = run_row(qualname, ReferenceImplementation(), dtype)
+    expected = "refuted" if properties[qualname].expect == "counterexample" else "pass"
+    assert row.outcome == expected, (row.outcome, row.message)
+
+
+def test_an_attention_scaled_by_the_embedding_width_leaves_nothing_to_refute() -> None:
+    row = run_row(SCALE_AS_WRITTEN, SCALED_BY_MODEL_WIDTH)
+    assert row.outcome == "fail", (row.outcome, row.message)
+
+
+class _SquareOnly(ReferenceImplementation):
+    """Correct ALiBi attention that answers ``t_q = t_k`` only, and says so."""
+
+    name = "alibi-square-only"
+    capabilities = Capabilities(conventions={"alibi_lengths": frozenset({"equal"})})
+
+    def alibi_attention(self, q, k, v, *, causal=False):
+        if q.shape[2] != k.shape[2]:
+            raise NotApplicable("t_q = t_k only")
+        return super().alibi_attention(q, k, v, causal=causal)
+
+
+def test_an_attention_that_declares_equal_lengths_is_never_asked_for_others() -> None:
+    impl = _SquareOnly()
+    assert run_row(UNEQUAL, impl).outcome == "not-applicable"
+    for qualname in (ALIBI_ATTENTION, EQUAL_SCORES, SCALE):
+        assert run_row(qualname, impl).outcome == "pass", qualname
+    assert run_row(SCALE_AS_WRITTEN, impl).outcome == "refuted"
+
+
 def _counts_with(change):
     return Mutant("miscounts", count_parameters=lambda config: change(config, count_parameters(config)))
 
@@ -282,6 +369,7 @@ def test_the_paper_slopes_of_the_property_module() -> None:
 
 
 def test_every_alibi_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {q for q, _ in MATH} | {ALIBI_ATTENTION, NO_POSITIONS, SMALLER}
+    covered = {q for q, _ in CASES} | {q for q, _ in MATH} | {ALIBI_ATTENTION, NO_POSITIONS, SMALLER, UNEQUAL,
+                                                               EQUAL_SCORES, SCALE, SCALE_AS_WRITTEN}
     mine = {q for q, p in properties.items() if p.module == "alibi"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"

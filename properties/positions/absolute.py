@@ -108,19 +108,48 @@ def table_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor]:
     return table, torch.tensor(positions, dtype=torch.int64)
 
 
+def outside_position(n_max: int, outside: int) -> int:
+    """``n_max + outside`` for ``outside >= 0`` (past the table), ``outside`` itself for ``outside < 0``."""
+    return n_max + outside if outside >= 0 else outside
+
+
 @claim_property("absolute.learned-table-length", needs=("learned_positions",))
-@given(case=table_cases(), past=st.integers(0, 64))
-@example(case=(torch.eye(4, dtype=torch.float64), pos(0, 3, 1)), past=0)
-def the_implementations_table_has_rows_up_to_its_length_only(ctx: Context, case, past) -> None:
-    """Positions ``< n_max`` give the table's rows ``P[pos]``; position ``n_max + past`` raises (no row,
-    no wrap-around, no clamping, no zeros)."""
+@given(case=table_cases(), outside=st.one_of(st.integers(0, 64), st.integers(-64, -1)), at=st.integers(0, 64))
+@example(case=(torch.eye(4, dtype=torch.float64), pos(0, 3, 1)), outside=0, at=3)
+@example(case=(torch.eye(4, dtype=torch.float64), pos(0, 3, 1)), outside=-1, at=1)
+def the_implementations_table_has_rows_up_to_its_length_only(ctx: Context, case, outside, at) -> None:
+    """Positions ``0 .. n_max - 1`` give the table's rows ``P[pos]``; the same positions with one position
+    outside the table put in among them (``n_max + k``, or a negative one: ``-1`` is not the last row)
+    raise, with any exception (no row, no wrap-around, no clamping, no zeros)."""
     table, positions = case
     rows = ctx.learned_positions(positions, table)
     ctx.assert_close(rows, table[positions], "learned position rows vs P[pos]")
-    beyond = torch.tensor([table.shape[0] + past], dtype=torch.int64)
-    refused = ctx.learned_positions_refused(beyond, table)
+    wrong = outside_position(table.shape[0], outside)
+    at = min(at, len(positions))
+    asked = torch.cat([positions[:at], pos(wrong), positions[at:]])
+    refused = ctx.learned_positions_refused(asked, table)
     assert refused is not None, (
-        f"position {int(beyond)} of a table of {table.shape[0]} rows gave a row instead of raising")
+        f"position {wrong} (at index {at} of {asked.tolist()[:8]}{'...' if len(asked) > 8 else ''}) of a table "
+        f"of {table.shape[0]} rows gave a row instead of raising")
+
+
+@claim_property("absolute.learned-table-length", needs=("learned_positions",))
+@given(case=table_cases())
+@example(case=(torch.tensor([[1 + 2.0**-40, -(2.0**-1074)], [1 / 3, 3.0e4]], dtype=torch.float64), pos(1, 0, 1)))
+def a_lookup_returns_the_tables_rows_bit_for_bit(ctx: Context, case) -> None:
+    """A second reading, without a tolerance: looking a position up computes nothing, so every row comes back
+    exactly as the table holds it in the dtype under test (every bit of the value, subnormals included; a
+    zero's sign is not compared, so a product with a one-hot matrix in the table's dtype is a lookup too);
+    a lookup through another precision, or a one-hot product that rounds, is not one."""
+    table, positions = case
+    rows = ctx.learned_positions(positions, table)
+    held = table.to(ctx.dtype)  # what the implementation was given
+    expected = held[positions].to(torch.float64)  # (t, d): exact in float64
+    same = rows == expected
+    if not same.all():
+        r, c = (int(x) for x in (~same).nonzero()[0])
+        raise AssertionError(f"row {r} (position {int(positions[r])}), feature {c}: got {float(rows[r, c])!r}, the "
+                             f"table holds {float(expected[r, c])!r} in {ctx.dtype}")
 
 
 @st.composite
@@ -154,6 +183,26 @@ def the_implementations_input_is_the_token_row_plus_the_position_row(ctx: Contex
     ctx.assert_close(x, expected, f"input embedding vs {what}", scale=2)
     ctx.assert_close(x - position_table[:t][None], token_table[tokens] * s, "x - P[i] vs the token embedding",
                      scale=8)
+
+
+@claim_property("absolute.added-to-embeddings", needs=("input_embedding",))
+@given(case=input_cases(), scale=st.booleans())
+@example(case=(torch.tensor([[1, 0]]), torch.eye(4, dtype=torch.float64)[:2], torch.ones(3, 4, dtype=torch.float64)),
+         scale=True)
+def each_summand_of_the_input_comes_from_its_own_table(ctx: Context, case, scale) -> None:
+    """A second reading, one table at a time: with a zero token table the input is the position rows alone,
+    ``x[b, i] = P[i]`` for every sequence of the batch (never scaled); with a zero position table it is the
+    token rows alone, ``x[b, i] = s E[tokens[b, i]]`` (``s = sqrt(d)`` when asked, else 1)."""
+    tokens, token_table, position_table = case
+    scale = sf.within(ctx, "embedding_scale", scale, (False, True))
+    b, t = tokens.shape
+    s = math.sqrt(token_table.shape[1]) if scale else 1.0
+    positions_only = ctx.input_embedding(tokens, torch.zeros_like(token_table), position_table, scale=scale)
+    ctx.assert_close(positions_only, position_table[:t][None].expand(b, -1, -1),
+                     "the input with a zero token table vs P[i]")
+    tokens_only = ctx.input_embedding(tokens, token_table, torch.zeros_like(position_table), scale=scale)
+    ctx.assert_close(tokens_only, token_table[tokens] * s,
+                     f"the input with a zero position table vs E[token]{' * sqrt(d)' if scale else ''}", scale=2)
 
 
 # -- deterministic encodings ---------------------------------------------------------------

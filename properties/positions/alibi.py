@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Callable
 
 import torch
 from hypothesis import example, given
@@ -360,6 +361,150 @@ def attention_with_alibi_adds_the_fixed_slopes_bias_inside_the_softmax(ctx: Cont
 
     ctx.assert_close(out, expected, f"ALiBi attention (h={h}, t={t}{', causal' if causal else ''})",
                      scale=4, same_dtype=same_dtype)
+
+
+def expected_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                       width: int | None = None) -> torch.Tensor:
+    """``softmax(q k^T / sqrt(width) - m_k |i - j|) v`` in float64 (``width`` defaults to ``d_k``), ``i`` and ``j``
+    counted from the first query and key, ``-inf`` where ``j > i`` when ``causal``: ``(B, h, t_q, d_v)``."""
+    h, t_q, t_k = q.shape[1], q.shape[2], k.shape[2]
+    signed, future = distances(t_q, t_k)
+    bias = -geometric_slopes(h)[:, None, None] * signed.abs()  # (h, 1, 1) * (t_q, t_k) -> (h, t_q, t_k)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(width or q.shape[-1]) + bias  # (B, h, t_q, t_k)
+    if causal:
+        scores = scores.masked_fill(future, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v  # (B, h, t_q, t_k) @ (B, h, t_k, d_v) -> (B, h, t_q, d_v)
+
+
+def reference_in(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
+                 ) -> Callable[[torch.dtype], torch.Tensor]:
+    """The reference's ALiBi attention in a given dtype (``ctx.assert_close``'s ``same_dtype``)."""
+
+    def same_dtype(dtype: torch.dtype) -> torch.Tensor:
+        from specformer.reference.positions.alibi import alibi_attention
+
+        return alibi_attention(q.to(dtype), k.to(dtype), v.to(dtype), causal=causal)
+
+    return same_dtype
+
+
+@st.composite
+def unequal_attention_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``q (B, h, t_q, d_k)``, ``k (B, h, t_k, d_k)``, ``v (B, h, t_k, d_v)`` with ``t_q != t_k`` (each 1..8, or
+    up to 32 one time in three), entries in ``[-2, 2]`` from a seed."""
+    b, h = draw(st.integers(1, 2), label="B"), draw(st.integers(1, 8), label="h")
+    lengths = st.one_of(st.integers(1, 8), st.integers(1, 8), st.integers(1, 32))
+    t_q = draw(lengths, label="t_q")
+    t_k = draw(lengths.filter(lambda t: t != t_q), label="t_k")
+    d_k, d_v = draw(st.integers(1, 16), label="d_k"), draw(st.integers(1, 16), label="d_v")
+    g = torch.Generator().manual_seed(draw(sf.seeds()))
+    return tuple(4 * torch.rand(b, h, t, d, generator=g, dtype=torch.float64) - 2
+                 for t, d in ((t_q, d_k), (t_k, d_k), (t_k, d_v)))
+
+
+@claim_property("alibi.bias-distance", needs=("alibi_attention",))
+@given(case=unequal_attention_cases(), causal=st.booleans())
+@example(case=(torch.zeros(1, 1, 1, 2, dtype=torch.float64), torch.zeros(1, 1, 3, 2, dtype=torch.float64),
+               torch.eye(3, dtype=torch.float64)[None, None]), causal=False)
+@example(case=(torch.zeros(1, 1, 3, 2, dtype=torch.float64), torch.zeros(1, 1, 2, 2, dtype=torch.float64),
+               torch.eye(2, dtype=torch.float64)[None, None]), causal=True)
+def attention_with_t_q_and_t_k_apart_counts_queries_and_keys_from_the_first(ctx: Context, case, causal) -> None:
+    """``t_q != t_k``: the attention's output is ``softmax(q k^T / sqrt(d_k) - m_k |i - j|) v`` with ``i`` and ``j``
+    counted from the first query and key (top-left alignment, the protocol's convention) and, when causal,
+    keys ``j > i`` masked: one query over three keys weighs them ``1 : e^{-m} : e^{-2m}``, not the reverse.
+    Implementations that answer ``t_q = t_k`` only declare ``alibi_lengths = {"equal"}``."""
+    q, k, v = case
+    ctx.require("alibi_lengths", "unequal")
+    causal = sf.within(ctx, "alibi_causal", causal, (False, True))
+    out = ctx.alibi_attention(q, k, v, causal=causal)
+    h, t_q, t_k = q.shape[1], q.shape[2], k.shape[2]
+    ctx.assert_close(out, expected_attention(q, k, v, causal),
+                     f"ALiBi attention, h={h}, t_q={t_q}, t_k={t_k}{', causal' if causal else ''}", scale=4,
+                     same_dtype=reference_in(q, k, v, causal))
+
+
+@st.composite
+def equal_score_cases(draw: st.DrawFn) -> tuple[int, int, torch.Tensor]:
+    """``(h, t, k)``: keys ``(B, h, t, t)`` in ``[-2, 2]`` from a seed, ``h`` 1..16, ``t`` 2..12."""
+    b, h, t = draw(st.integers(1, 2), label="B"), draw(st.integers(1, 16), label="h"), draw(st.integers(2, 12), label="t")
+    g = torch.Generator().manual_seed(draw(sf.seeds()))
+    return h, t, 4 * torch.rand(b, h, t, t, generator=g, dtype=torch.float64) - 2
+
+
+@claim_property("alibi.bias-distance", needs=("alibi_attention",))
+@given(case=equal_score_cases(), causal=st.booleans())
+@example(case=(8, 4, torch.ones(1, 8, 4, 4, dtype=torch.float64)), causal=True)
+def with_equal_scores_each_step_of_distance_divides_the_weight_by_e_to_the_slope(ctx: Context, case,
+                                                                                 causal) -> None:
+    """A second reading, of the weights alone: with zero queries every score is 0, and values ``V = I``
+    make the output the weights ``A_k`` themselves. Each row sums to 1, and one step farther from the
+    query divides the weight by ``e^{m_k}`` on either side (``A[i, j±1] = A[i, j] e^{-m_k}`` away from
+    ``i``), with the paper's slope ``m_k`` of head ``k``; keys ``j > i`` get 0 when causal."""
+    h, t, k = case
+    causal = sf.within(ctx, "alibi_causal", causal, (False, True))
+    q = torch.zeros_like(k)  # (B, h, t, t): every score is 0
+    v = torch.eye(t, dtype=torch.float64).expand_as(k).clone()  # (B, h, t, t): output row i = weights of query i
+    weights = ctx.alibi_attention(q, k, v, causal=causal)  # (B, h, t, t)
+    ctx.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1], dtype=torch.float64), "row sums of A")
+    m = geometric_slopes(h)[None, :, None, None]  # (1, h, 1, 1)
+    i = torch.arange(t)[:, None]
+    j = torch.arange(t - 1)[None, :]  # the step from key j to key j + 1
+    away = (j >= i).to(torch.float64)  # (t, t - 1): 1 where j + 1 is farther from i than j, 0 where nearer
+    if causal:
+        future = torch.arange(t)[None, :] > i  # (t, t)
+        assert (weights.masked_select(future.expand_as(weights)) == 0).all(), "a key j > i has weight under the mask"
+        ctx.assert_close(weights[..., :-1].masked_fill(future[:, 1:], 0.0),
+                         (weights[..., 1:] * torch.exp(-m)).masked_fill(future[:, 1:], 0.0),
+                         f"A[i, j] vs A[i, j + 1] e^(-m_k) for j < i, h={h}, t={t}, causal", scale=4)
+        return
+    ratio = torch.exp(m * (2 * away - 1))  # e^{m} where the next key is farther, e^{-m} where it is nearer
+    ctx.assert_close(weights[..., :-1], weights[..., 1:] * ratio,
+                     f"A[i, j] vs A[i, j + 1] e^(+-m_k), h={h}, t={t}", scale=4)
+
+
+# -- the scale of the scores: sqrt(d_k), not the embedding width --------------------------------
+
+
+@st.composite
+def multi_head_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``q, k, v (B, h, t, d_k)`` with ``h`` 2..8 heads and ``t`` 2..8 (two keys at least, so the scale shows),
+    entries in ``[-2, 2]`` from a seed."""
+    b, h = draw(st.integers(1, 2), label="B"), draw(st.integers(2, 8), label="h")
+    t, d_k = draw(st.integers(2, 8), label="t"), draw(st.integers(1, 16), label="d_k")
+    g = torch.Generator().manual_seed(draw(sf.seeds()))
+    return tuple(4 * torch.rand(b, h, t, d_k, generator=g, dtype=torch.float64) - 2 for _ in range(3))
+
+
+SCALE_EXAMPLE = tuple(torch.arange(24, dtype=torch.float64).reshape(1, 2, 3, 4) / 12 - 1 for _ in range(3))
+
+
+@claim_property("alibi.score-scale", needs=("alibi_attention",))
+@given(case=multi_head_cases(), causal=st.booleans())
+@example(case=SCALE_EXAMPLE, causal=True)
+def alibi_attention_scales_the_scores_by_root_d_k_with_several_heads(ctx: Context, case, causal) -> None:
+    """Corrected: with ``h >= 2`` heads of width ``d_k`` (an embedding ``d_model = h d_k``), the scores are
+    divided by ``sqrt(d_k)``, the head's width: ``softmax(q k^T / sqrt(d_k) - m_k |i - j|) v``."""
+    q, k, v = case
+    causal = sf.within(ctx, "alibi_causal", causal, (False, True))
+    out = ctx.alibi_attention(q, k, v, causal=causal)
+    h, t, d_k = q.shape[1], q.shape[2], q.shape[3]
+    ctx.assert_close(out, expected_attention(q, k, v, causal), f"ALiBi attention scaled by sqrt(d_k={d_k}), h={h}, "
+                     f"t={t}", scale=4, same_dtype=reference_in(q, k, v, causal))
+
+
+@claim_property("alibi.score-scale", needs=("alibi_attention",), expect="counterexample")
+@given(case=multi_head_cases(), causal=st.booleans())
+@example(case=SCALE_EXAMPLE, causal=True)
+def alibi_attention_scales_the_scores_by_the_root_of_the_embedding_width_as_written(ctx: Context, case,
+                                                                                    causal) -> None:
+    """As written (003, the ALiBi formula): the scores are divided by ``sqrt(d)`` with ``d`` the embedding
+    width, here ``d_model = h d_k`` for ``h >= 2`` heads: ``softmax(q k^T / sqrt(h d_k) - m_k |i - j|) v``."""
+    q, k, v = case
+    causal = sf.within(ctx, "alibi_causal", causal, (False, True))
+    out = ctx.alibi_attention(q, k, v, causal=causal)
+    h, d_k = q.shape[1], q.shape[3]
+    ctx.assert_close(out, expected_attention(q, k, v, causal, width=h * d_k),
+                     f"ALiBi attention vs scores scaled by sqrt(d_model = h d_k = {h * d_k})", scale=4)
 
 
 # -- extrapolation ------------------------------------------------------------------------------

@@ -90,6 +90,7 @@ def pos(*values: int) -> torch.Tensor:
 @example(positions=pos(0, 1, 2, 2049, 4095), d_model=512, base=BASE)
 def encodings_match_the_formula(ctx: Context, positions, d_model, base) -> None:
     """``PE[pos, 2i] = sin(pos base^(-2i/d))``, ``PE[pos, 2i+1] = cos(...)``, ``i`` the pair index."""
+    positions, base = sf.below(ctx, positions), sf.sinusoidal_base(ctx, base)
     check_entries(encode(ctx, positions, d_model, base), encoding(positions, d_model, base),
                   allowance(ctx, positions, d_model, base), f"sinusoidal encodings, d_model={d_model}, base={base:g}")
 
@@ -117,6 +118,7 @@ def the_slides_feature_index_formula_is_the_encoding_as_written(ctx: Context, po
 def each_sine_and_its_cosine_share_the_frequency_of_their_pair(ctx: Context, positions, d_model, k) -> None:
     """The slides' formula read with the pair index: features ``2j`` and ``2j+1`` are ``sin, cos`` of
     ``t k^(-2j/d)``, so each pair lies on the unit circle and the pairs turn at ``k^(-2j/d)`` per position."""
+    positions, k = sf.below(ctx, positions), sf.sinusoidal_base(ctx, k)
     actual = encode(ctx, positions, d_model, k)
     i = torch.arange(d_model, dtype=torch.float64)
     angles = positions.to(torch.float64)[:, None] * (k ** (-2 * (i // 2) / d_model))[None, :]  # (t, d), w_{floor(i/2)}
@@ -135,7 +137,7 @@ def each_sine_and_its_cosine_share_the_frequency_of_their_pair(ctx: Context, pos
 @example(positions=pos(0), d_model=512)
 def position_zero_is_zero_one_alternating(ctx: Context, positions, d_model) -> None:
     """``PE(0) = [0, 1, 0, 1, ...]``, whatever the other positions asked for with it."""
-    positions = torch.cat([pos(0), positions])
+    positions = torch.cat([pos(0), sf.below(ctx, positions)])
     row = encode(ctx, positions, d_model)[0]
     expected = torch.tensor([0.0, 1.0], dtype=torch.float64).repeat(d_model // 2)
     ctx.assert_close(row, expected, f"PE(0), d_model={d_model}")
@@ -189,7 +191,7 @@ def the_worked_values_follow_the_formula(ctx: Context, d_model) -> None:
 @example(positions=pos(0, 1, 10**6), d_model=512)
 def values_lie_in_minus_one_one_and_every_row_has_norm_root_half_d_model(ctx: Context, positions, d_model) -> None:
     """``|PE[pos, j]| <= 1`` (up to one rounding) and ``||PE(pos)||^2 = d_model / 2`` at every position."""
-    actual = encode(ctx, positions, d_model)
+    actual = encode(ctx, sf.below(ctx, positions), d_model)
     eps = torch.finfo(ctx.dtype).eps
     worst = actual.abs().max().item()
     assert worst <= 1 + eps, f"an entry has magnitude {worst!r} > 1 (d_model={d_model})"
@@ -204,6 +206,7 @@ def values_lie_in_minus_one_one_and_every_row_has_norm_root_half_d_model(ctx: Co
 def frequencies_fall_from_the_first_pair_to_the_last(ctx: Context, d_model, base) -> None:
     """The angle per position of pair ``i``, read off ``PE(1)`` as ``atan2(PE[1,2i], PE[1,2i+1])``,
     is ``base^(-2i/d)``: 1 for the first pair (wavelength ``2 pi``), falling strictly to the last."""
+    base = sf.sinusoidal_base(ctx, base)
     row = encode(ctx, pos(1), d_model, base)[0]
     measured = torch.atan2(row[0::2], row[1::2])  # (d/2,): omega_i, since 0 < omega_i <= 1 < pi
     expected = omegas(d_model, base)
@@ -228,6 +231,7 @@ def pair_distances(rows: torch.Tensor) -> torch.Tensor:
 def distinct_positions_get_distinct_encodings(ctx: Context, positions, d_model) -> None:
     """``||PE(p) - PE(q)|| = 2 sqrt(sum_i sin^2(omega_i (p - q)/2)) > 0`` for ``p != q``; the
     implementation's distances match and are non-zero wherever the formula's exceed rounding."""
+    positions = sf.below(ctx, positions)
     actual = encode(ctx, positions, d_model)
     expected = pair_distances(encoding(positions, d_model))
     err = allowance(ctx, positions, d_model).square().sum(-1).sqrt()  # (t,): bound on ||error of a row||
@@ -300,7 +304,7 @@ def offsets(draw: st.DrawFn, max_position: int = 2048) -> tuple[torch.Tensor, in
 @example(case=(pos(0, 5, 100), 3), d_model=8)
 def one_block_rotation_per_offset_maps_every_position_to_its_shift(ctx: Context, case, d_model) -> None:
     """``PE(pos + k) = R_k PE(pos)`` with the same block-diagonal ``R_k`` for every ``pos``."""
-    positions, k = case
+    positions, k = sf.shift_below(ctx, *case)
     rotation = offset_rotation(k, d_model)
     before, after = encode(ctx, positions, d_model), encode(ctx, positions + k, d_model)
     bound = allowance(ctx, positions + k, d_model) + allowance(ctx, positions, d_model) @ rotation.abs().T
@@ -327,6 +331,7 @@ def the_slides_matrix_with_angle_delta_t_maps_every_pair_as_written(ctx: Context
                                                                     d_model) -> None:
     """As written (004): ``[[cos dt, sin dt], [-sin dt, cos dt]]`` maps each pair of ``Position(t)`` to
     the same pair of ``Position(t + dt)``."""
+    positions, delta = sf.shift_below(ctx, positions, delta)
     matrices = slide_matrix(torch.full((d_model // 2,), float(delta), dtype=torch.float64))
     before, after = encode(ctx, positions, d_model), encode(ctx, positions + delta, d_model)
     bound = allowance(ctx, positions + delta, d_model) + 2 * allowance(ctx, positions, d_model)
@@ -341,7 +346,7 @@ def the_slides_matrix_with_angle_omega_i_delta_t_maps_each_pair_and_its_transpos
         ctx: Context, case, d_model) -> None:
     """With angle ``w_i dt`` for pair ``i`` the slides' signs are right for (sin, cos) pairs:
     ``A_i Position(t) = Position(t + dt)``, ``A_i^T Position(t + dt) = Position(t)``."""
-    positions, delta = case
+    positions, delta = sf.shift_below(ctx, *case)
     matrices = slide_matrix(delta * omegas(d_model))
     before, after = encode(ctx, positions, d_model), encode(ctx, positions + delta, d_model)
     bound = allowance(ctx, positions + delta, d_model) + 2 * allowance(ctx, positions, d_model)
@@ -370,6 +375,7 @@ def dot_bound(ctx: Context, positions: torch.Tensor, d_model: int) -> torch.Tens
 def dot_products_depend_only_on_the_offset(ctx: Context, positions, d_model) -> None:
     """``PE(p) . PE(q) = sum_i cos(w_i (p - q))``: a function of ``p - q`` alone, even in it,
     largest (``d_model / 2``) at ``p = q``."""
+    positions = sf.below(ctx, positions)
     actual = encode(ctx, positions, d_model)
     expected = (d_model / 2) * similarity(positions[:, None] - positions[None, :], d_model)  # (t, t)
     check_entries(actual @ actual.T, expected, dot_bound(ctx, positions, d_model),
@@ -407,6 +413,7 @@ def similarity_falls_as_the_offset_grows_as_written(ctx: Context, start, d_model
     """As written (000, 004): the farther apart two positions, the less similar their encodings:
     ``cos(PE(p), PE(p + D))`` does not rise from ``D`` to ``D + 1`` (``D = 0 .. 255``). Decided in
     float32 and float64 (:data:`DECIDED_IN`)."""
+    start = int(sf.below(ctx, pos(start), room=SCAN + 1))
     sims, bound = implementation_similarities(ctx, start, torch.arange(SCAN + 1), d_model)
     rise = sims[1:] - sims[:-1] - (bound[1:] + bound[:-1])
     if (rise > 0).any():
@@ -424,6 +431,9 @@ def the_adjacent_position_is_the_most_similar(ctx: Context, start, far, d_model)
     is 1 at ``D = 0`` and is largest, among ``D >= 1``, at ``D = 1``. Decided in float32 and float64
     (:data:`DECIDED_IN`)."""
     offsets_ = torch.tensor([0, 1, *far])
+    n = sf.table_length(ctx)
+    if n is not None:  # start and every offset below n / 2, offsets 2 and more kept >= 2
+        start, offsets_[2:] = start % (n // 2), 2 + (offsets_[2:] - 2) % (n // 2 - 2)
     sims, bound = implementation_similarities(ctx, start, offsets_, d_model)
     check_entries(sims, similarity(offsets_, d_model), bound, f"cosine similarities, d_model={d_model}")
     beaten = sims[2:] + bound[2:] >= sims[1] - bound[1]
@@ -441,7 +451,9 @@ def the_adjacent_position_is_the_most_similar(ctx: Context, start, far, d_model)
 @example(positions=pos(511, 512, 513, 100_000), d_model=512)
 def encodings_past_any_training_length_follow_the_formula(ctx: Context, positions, d_model) -> None:
     """The formula is defined for every position: positions up to 10^5 (past the 512 of a typical
-    training length) get the formula's values, in ``[-1, 1]``."""
+    training length) get the formula's values, in ``[-1, 1]``; an implementation that declares a table of
+    ``n`` rows (``encoding_max_length``) is asked positions below ``n`` only."""
+    positions = sf.below(ctx, positions)
     actual = encode(ctx, positions, d_model)
     check_entries(actual, encoding(positions, d_model), allowance(ctx, positions, d_model),
                   f"encodings of positions up to {int(positions.max())}, d_model={d_model}")

@@ -10,9 +10,11 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
+from specformer.protocol.positions import MAX_LENGTHS
 from specformer.properties.strategies import BOUND, bounded_floats, permutations_of, seeds, tensors
 
-__all__ = ["BOUND", "bounded_floats", "permutations_of", "seeds", "tensors", "positions", "even_widths", "within"]
+__all__ = ["BOUND", "bounded_floats", "permutations_of", "seeds", "tensors", "positions", "even_widths", "within",
+           "sinusoidal_base", "table_length", "below", "shift_below"]
 
 
 @st.composite
@@ -36,3 +38,46 @@ def within(ctx: object, convention: str, drawn: object, values: tuple) -> object
     """
     allowed = ctx.choices(convention, values)  # type: ignore[attr-defined]
     return drawn if drawn in allowed else allowed[0]
+
+
+#: The paper's base of the sinusoidal encoding.
+PAPER_BASE = 10000.0
+
+
+def sinusoidal_base(ctx: object, base: float) -> float:
+    """``base`` if the implementation takes any base (``sinusoidal_base``, undeclared: any), else the paper's
+    10000: an implementation that computes only the paper's base is never passed another."""
+    return base if base == PAPER_BASE or ctx.supports("sinusoidal_base", "any") else PAPER_BASE  # type: ignore[attr-defined]
+
+
+def table_length(ctx: object) -> int | None:
+    """The ``n`` of an implementation that declares sinusoidal encodings for positions below ``n`` only
+    (``encoding_max_length``; the largest value it declares), ``None`` when it declares no limit."""
+    allowed = ctx.choices("encoding_max_length", MAX_LENGTHS)  # type: ignore[attr-defined]
+    return None if "unlimited" in allowed else max(allowed)
+
+
+def below(ctx: object, positions: torch.Tensor, room: int = 0) -> torch.Tensor:
+    """``positions`` unchanged, or for an implementation with a table of ``n`` rows (:func:`table_length`) the
+    same positions brought below ``n - room``, keeping their order and which of them are equal: the ``r``-th
+    smallest of ``u`` distinct positions ``p`` becomes ``min(p, n - room - u + r)``. Positions already low
+    enough keep their value."""
+    n = table_length(ctx)
+    if n is None:
+        return positions
+    values, inverse = torch.unique(positions, sorted=True, return_inverse=True)  # (u,) increasing
+    limit = n - room - len(values) + torch.arange(len(values))  # (u,) strictly increasing, last n - room - 1
+    if int(limit[0]) < 0:
+        raise ValueError(f"{len(values)} distinct positions do not fit below {n - room}")
+    return torch.minimum(values, limit)[inverse]
+
+
+def shift_below(ctx: object, positions: torch.Tensor, k: int) -> tuple[torch.Tensor, int]:
+    """``(positions, k)`` unchanged, or for a table of ``n`` rows positions below ``n / 2`` (:func:`below`) and
+    ``k`` clipped to ``[-min(positions), n / 2]`` (``k >= 1`` stays ``>= 1``), so that both ``positions`` and
+    ``positions + k`` lie in the table."""
+    n = table_length(ctx)
+    if n is None:
+        return positions, k
+    positions = below(ctx, positions, room=n - n // 2)
+    return positions, max(-int(positions.min()), min(k, n // 2))

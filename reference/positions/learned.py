@@ -2,7 +2,8 @@
 
 A learned position table ``P (n_max, d_model)`` is a trainable matrix with one row per
 position ``0 .. n_max - 1`` (BERT's and GPT-2's ``position_embeddings``/``wpe``): a position
-is looked up, never computed, so a position ``>= n_max`` has no row and raises.
+is looked up, never computed, so a position ``>= n_max`` has no row and raises, and so does a
+negative one (never Python's wrap-around, where ``-1`` is the last row).
 
 The input of the first layer (000, "Adding Positional Information"; 002's
 ``TransformerEmbedding``) is the sum of the token's embedding and its position's row::

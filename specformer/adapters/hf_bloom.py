@@ -56,8 +56,10 @@ class HuggingFaceBloom:
     """BLOOM's ``build_alibi_tensor`` as ``(h, t_q, t_k)`` biases, its attention with them, and its parameter count."""
 
     name = NAME
-    #: BLOOM is a decoder: its +m j bias is ALiBi's under the causal mask only; its layout is fixed.
-    capabilities = Capabilities(conventions={"alibi_causal": frozenset({True}), "model_layout": frozenset({"bloom"})})
+    #: BLOOM is a decoder: its +m j bias is ALiBi's under the causal mask only; BloomAttention takes
+    #: t_q = t_k only (a cache puts the queries at the end of the keys); its layout is fixed.
+    capabilities = Capabilities(conventions={"alibi_causal": frozenset({True}), "alibi_lengths": frozenset({"equal"}),
+                                             "model_layout": frozenset({"bloom"})})
 
     def alibi_bias(self, h: int, t_q: int, t_k: int, *, causal: bool = False, dtype: torch.dtype,
                    device: str) -> torch.Tensor:

@@ -32,7 +32,7 @@ import torch
 from specformer.protocol.base import Family, Operation
 from specformer.protocol.capabilities import Convention
 
-__all__ = ["AlibiAttentionImplementation", "CONVENTIONS", "AlibiImplementation", "FAMILY", "InputEmbeddingImplementation",
+__all__ = ["AlibiAttentionImplementation", "CONVENTIONS", "MAX_LENGTHS", "AlibiImplementation", "FAMILY", "InputEmbeddingImplementation",
            "LearnedPositionsImplementation", "PositionalEncodingImplementation", "RotaryImplementation"]
 
 
@@ -49,7 +49,10 @@ class PositionalEncodingImplementation(Protocol):
         ``PE(pos, 2i) = sin(pos / base^(2i/d_model))``, ``PE(pos, 2i+1) = cos(...)``;
         ``kind="binary"``: feature ``i`` is bit ``i`` of ``pos`` (least significant first).
         An implementation of one kind declares it (``encoding_kind`` in its capabilities):
-        the suite then never asks for the other.
+        the suite then never asks for the other. One that computes only the paper's base
+        declares ``sinusoidal_base = {"paper"}`` (it is then never passed a ``base``); one
+        that reads a precomputed table of ``n`` rows declares ``encoding_max_length = {n}``
+        (it is then asked only for sinusoidal positions below ``n``).
         """
         ...
 
@@ -90,7 +93,8 @@ class AlibiAttentionImplementation(Protocol):
         ``B[head] = -m_head |i - j|`` with the paper's fixed slopes (``2^(-8 k / h)``, ``k = 1..h``,
         for ``h`` a power of two; for other ``h`` the ``n = 2^floor(log2 h)`` slopes of ``n``
         heads followed by the odd-placed slopes of ``2n`` heads); ``causal=True`` also masks
-        keys ``j > i`` (rows and columns counted from the first query and key). A form that
+        keys ``j > i`` (rows and columns counted from the first query and key, also when
+        ``t_q != t_k``; one that answers ``t_q = t_k`` only declares ``alibi_lengths = {"equal"}``). A form that
         differs by a constant per row (BLOOM's ``+m j``) gives the same weights under the
         causal mask only.
         """
@@ -107,8 +111,9 @@ class LearnedPositionsImplementation(Protocol):
         in the table's dtype.
 
         The table has rows for positions ``0 .. n_max - 1`` only: a position ``>= n_max``
-        (or negative) must raise an exception (``IndexError`` or ``ValueError``), never
-        wrap around, clamp or return zeros.
+        or a negative one must raise an exception (``IndexError`` or ``ValueError`` are
+        usual; any exception is a refusal), never wrap around (Python's ``table[-1]`` is the
+        last row), clamp or return zeros.
         """
         ...
 
@@ -131,6 +136,12 @@ class InputEmbeddingImplementation(Protocol):
         ...
 
 
+#: The table lengths ``encoding_max_length`` may declare: powers of two from 512 and the round lengths
+#: in use (5000, the Annotated Transformer's ``max_len``), or ``"unlimited"`` (the default: no table).
+MAX_LENGTHS: tuple[Any, ...] = ("unlimited", *sorted({*(2**k for k in range(9, 31)), 5000, 10**4, 10**5, 10**6,
+                                                      10**7, 10**8, 10**9}))
+
+
 #: The conventions an implementation of the positions family may declare (``Capabilities.conventions``).
 CONVENTIONS: dict[str, Convention] = {
     "encoding_kind": Convention(("sinusoidal", "binary"), "the fixed encodings positional_encoding computes: "
@@ -141,6 +152,19 @@ CONVENTIONS: dict[str, Convention] = {
                                "or with (True) the causal mask; BLOOM's +m j bias is ALiBi's under the mask only"),
     "embedding_scale": Convention((False, True), "whether input_embedding multiplies the token rows by "
                                   "sqrt(d_model) (True, the original paper) or not (False, BERT and GPT-2)"),
+    "alibi_lengths": Convention(("equal", "unequal"), "which query and key counts alibi_attention answers: "
+                                "t_q = t_k only ('equal', self-attention without a cache, as BloomAttention "
+                                "takes it) or also t_q != t_k ('unequal', aligned top-left as the protocol "
+                                "says)"),
+    "sinusoidal_base": Convention(("any", "paper"), "which bases positional_encoding(kind='sinusoidal') takes: "
+                                  "any base > 0 passed as params['base'] ('any'), or only the paper's 10000, "
+                                  "computed without a base parameter ('paper'); properties that draw another "
+                                  "base then ask for 10000"),
+    "encoding_max_length": Convention(MAX_LENGTHS, "the positions positional_encoding(kind='sinusoidal') "
+                                      "answers: every position ('unlimited', computed from the formula), or "
+                                      "only positions below n for a precomputed table of n rows (declare the "
+                                      "largest listed n not above the table's length); the properties then "
+                                      "ask only for positions below n"),
 }
 
 
