@@ -109,6 +109,26 @@ def test_torch_cosine_gives_zero_for_a_zero_vector_where_the_reference_raises() 
         cosine_similarity(a, b)
 
 
+def test_torch_embedding_declares_the_norm_clamp_pytorch_applies() -> None:
+    """The declared ``cosine_norm_clamp`` is the eps PyTorch uses: parallel rows of norm ``eps / 2`` and 1 get
+    ``(eps / 2) / eps = 0.5`` (the formula gives 1), rows of norm ``2 eps`` and 1 the formula's 1."""
+    (eps,) = torch_embedding.capabilities.conventions["cosine_norm_clamp"]
+    one = torch.tensor([[1.0, 0.0]], dtype=F64)
+    assert float(torch_embedding.cosine_similarity(torch.tensor([[eps / 2, 0.0]], dtype=F64), one)[0]) == \
+        pytest.approx(0.5, rel=1e-12)
+    assert float(torch_embedding.cosine_similarity(torch.tensor([[2 * eps, 0.0]], dtype=F64), one)[0]) == \
+        pytest.approx(1.0, rel=1e-12)
+
+
+def test_torch_cosine_in_float16_loses_its_clamp_and_gives_nan_for_a_zero_vector() -> None:
+    """The float16 deviation ``deviations.toml`` lists: eps = 1e-8 rounds to 0 in float16, so 0/0 = NaN; bfloat16
+    holds 1e-8 and gives the clamped 0."""
+    assert float(torch.tensor(1e-8, dtype=torch.float16)) == 0.0
+    a, b = torch.zeros(1, 3), torch.ones(1, 3)
+    assert torch.isnan(torch_embedding.cosine_similarity(a.half(), b.half())).all()
+    assert float(torch_embedding.cosine_similarity(a.bfloat16(), b.bfloat16())[0]) == 0.0
+
+
 def test_torch_embedding_does_not_modify_the_table() -> None:
     table, ids, _, _ = _inputs(7)
     before = table.clone()

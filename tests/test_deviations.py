@@ -126,11 +126,19 @@ def test_rows_that_did_not_run_or_are_not_listed_are_left_alone() -> None:
         == "known-deviation"
 
 
+#: Entries the shipped file changed after the published CUDA run: torch-embedding now declares its norm clamp
+#: (``cosine_norm_clamp = 1e-8``), under which the zero-vector property judges rows above eps; only float16,
+#: where 1e-8 rounds to 0, is still listed.
+FIXED_SINCE_THE_PUBLISHED_RUN = {("similarity.a_zero_row_is_refused_and_a_tiny_row_keeps_its_cosine", "torch-embedding")}
+
+
 def test_the_shipped_file_lists_the_cuda_half_precision_flop_counts_of_torch_mha() -> None:
     shipped = deviations.builtin()
     report = json.loads((ROOT / "docs" / "results" / "cuda-h100.json").read_text(encoding="utf-8"))
     relabelled = {}
     for data in report["rows"]:  # each row as it ended before the run applied the shipped file
+        if (data["property"], data["implementation"]) in FIXED_SINCE_THE_PUBLISHED_RUN:
+            continue
         fields = {k: data[k] for k in ("claim", "property", "implementation", "device", "dtype", "expect")}
         out = deviations.apply(RowResult(**fields, outcome=data.get("original_outcome") or data["outcome"]), shipped,
                                data["implementation"])

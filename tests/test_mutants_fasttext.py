@@ -35,6 +35,7 @@ GENSIM = "fasttext.gensim_averages_the_ngram_vectors"
 MORPHOLOGY = "fasttext.on_gensims_shipped_model_words_sharing_ngrams_are_closer_than_unrelated_words"
 
 IMPLEMENTATION_COMPOSES = "fasttext.the_implementation_composes_with_one_of_the_three_readings"
+MISSING = "fasttext.ngrams_missing_from_the_table_are_left_out"
 UNSEEN = "fasttext.an_unseen_word_gets_the_vector_of_its_ngrams"
 SHIPPED_MISSPELLINGS = "fasttext.gensims_fasttext_places_a_misspelling_near_its_word_where_word2vec_has_none"
 
@@ -72,6 +73,47 @@ def _first_ngram_only(word, words, word_table, ngrams, ngram_table, min_n=3, max
     return composed(own, ngram_table[[first]], "mean")
 
 
+def _distinct_grams(word, min_n, max_n):
+    """Wrong: each n-gram once (a de-duplicating sum: "aaa" counts once in "<aaaa>")."""
+    from specformer.properties.embeddings.fasttext import ngrams_written_out
+
+    return list(dict.fromkeys(ngrams_written_out(word, min_n, max_n)))
+
+
+def _every_length_from_min_n(word, min_n, max_n):
+    """Wrong: max_n ignored, every n-gram from min_n up to the whole marked word."""
+    from specformer.properties.embeddings.fasttext import ngrams_written_out
+
+    return ngrams_written_out(word, min_n, len(word) + 2)
+
+
+def _default_max_n(word, min_n, max_n):
+    """Wrong: max_n not passed on, fastText's default 6 used instead."""
+    from specformer.properties.embeddings.fasttext import ngrams_written_out
+
+    return ngrams_written_out(word, min_n, 6)
+
+
+def _missing_as_zero_rows(word, words, word_table, ngrams, ngram_table, min_n=3, max_n=6):
+    """Wrong per the protocol: an n-gram the table lacks counts as a zero row, so the mean divides by all of the
+    word's n-grams (v + sum of the listed rows) / (1 + all n-grams) instead of skipping it."""
+    from specformer.properties.embeddings.fasttext import ngrams_written_out
+
+    own = word_table[words.index(word)] if word in words else None
+    grams = ngrams_written_out(word, min_n, max_n)
+    total = sum((ngram_table[ngrams.index(g)] for g in grams if g in ngrams), torch.zeros_like(ngram_table[0]))
+    return total / len(grams) if own is None else (own + total) / (len(grams) + 1)
+
+
+def _missing_as_last_row(word, words, word_table, ngrams, ngram_table, min_n=3, max_n=6):
+    """Wrong: a missing n-gram's index defaults to -1, so the table's last row stands in for it."""
+    from specformer.properties.embeddings.fasttext import composed, ngrams_written_out
+
+    own = word_table[words.index(word)] if word in words else None
+    rows = [ngrams.index(g) if g in ngrams else -1 for g in ngrams_written_out(word, min_n, max_n)]
+    return composed(own, ngram_table[rows], "mean")
+
+
 MIXED = Mutant("fasttext-vector-mixes-readings", fasttext_vector=_vector_with("mean", mixed=True))
 NO_BOUNDARY = Mutant("fasttext-vector-without-boundary-ngrams", fasttext_vector=_vector_with("mean", _no_boundary_grams))
 NO_OWN_ROW = Mutant("fasttext-vector-ignores-the-words-row", fasttext_vector=_ignores_own_row)
@@ -79,7 +121,20 @@ FIRST_ONLY = Mutant("fasttext-vector-first-ngram-only", fasttext_vector=_first_n
 ZERO_FOR_UNSEEN = Mutant("fasttext-vector-zero-for-unseen-words", fasttext_vector=lambda w, ws, t, g, gt, a=3, b=6:
                          _vector_with("mean")(w, ws, t, g, gt, a, b) * (1.0 if w in ws else 0.0))
 
+DEDUPLICATING = Mutant("fasttext-vector-sums-each-ngram-once", fasttext_vector=_vector_with("sum", _distinct_grams))
+DEDUPLICATING_MEAN = Mutant("fasttext-vector-averages-each-ngram-once",
+                            fasttext_vector=_vector_with("mean", _distinct_grams))
+IGNORES_MAX_N = Mutant("fasttext-vector-ignores-max_n", fasttext_vector=_vector_with("mean", _every_length_from_min_n))
+DEFAULT_MAX_N = Mutant("fasttext-vector-uses-max_n-6", fasttext_vector=_vector_with("mean", _default_max_n))
+MISSING_AS_ZERO = Mutant("fasttext-vector-counts-missing-ngrams-as-zero-rows", fasttext_vector=_missing_as_zero_rows)
+MISSING_AS_LAST = Mutant("fasttext-vector-uses-the-last-row-for-missing-ngrams", fasttext_vector=_missing_as_last_row)
+
 CASES = [
+    (IMPLEMENTATION_COMPOSES, DEDUPLICATING), (IMPLEMENTATION_COMPOSES, DEDUPLICATING_MEAN),
+    (IMPLEMENTATION_COMPOSES, IGNORES_MAX_N), (IMPLEMENTATION_COMPOSES, DEFAULT_MAX_N),
+    (UNSEEN, DEDUPLICATING), (UNSEEN, IGNORES_MAX_N),
+    (MISSING, MISSING_AS_ZERO), (MISSING, MISSING_AS_LAST), (MISSING, DEDUPLICATING), (MISSING, IGNORES_MAX_N),
+    (MISSING, MIXED), (MISSING, NO_OWN_ROW),
     (IMPLEMENTATION_COMPOSES, MIXED), (IMPLEMENTATION_COMPOSES, NO_BOUNDARY), (IMPLEMENTATION_COMPOSES, NO_OWN_ROW),
     (IMPLEMENTATION_COMPOSES, FIRST_ONLY), (IMPLEMENTATION_COMPOSES, ZERO_FOR_UNSEEN),
     (UNSEEN, NO_BOUNDARY), (UNSEEN, FIRST_ONLY), (UNSEEN, ZERO_FOR_UNSEEN),
@@ -97,8 +152,8 @@ def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
 def test_the_reference_passes() -> None:
     from specformer.adapters.reference import implementation
 
-    for qualname in (NGRAMS, DOCUMENTED):
-        assert run_row(qualname, implementation).outcome == "pass"
+    for qualname in (NGRAMS, DOCUMENTED, IMPLEMENTATION_COMPOSES, MISSING, UNSEEN):
+        assert run_row(qualname, implementation).outcome == "pass", qualname
 
 
 def test_a_mean_that_sums_is_caught(monkeypatch) -> None:
@@ -188,7 +243,7 @@ def test_each_reading_passes_the_composition_properties(how: str) -> None:
     reading = Mutant(f"fasttext-vector-{how}", fasttext_vector=_vector_with(how))
     for declared in (None, Capabilities(conventions={"composition": frozenset({how})})):
         reading.capabilities = declared
-        for qualname in (IMPLEMENTATION_COMPOSES, UNSEEN):
+        for qualname in (IMPLEMENTATION_COMPOSES, UNSEEN, MISSING):
             row = run_row(qualname, reading)
             assert row.outcome == "pass", (qualname, how, row.message)
     other = next(h for h in ("sum", "mean") if h != how)
@@ -205,3 +260,20 @@ def test_a_word2vec_table_that_answered_for_unseen_words_is_caught(monkeypatch) 
     monkeypatch.setattr(KeyedVectors, "get_vector", lambda self, key, norm=False: self.vectors[0])
     row = run_row(SHIPPED_MISSPELLINGS, None)
     assert row.outcome == "fail" and "KeyedVectors" in row.message, row
+
+
+def test_the_explicit_cases_repeat_cut_and_miss_ngrams() -> None:
+    """The pinned examples hold what they are for: repeated n-grams, max_n below the marked words' lengths and
+    rows for n-grams outside min_n..max_n, and (the second) n-grams missing from the table."""
+    from collections import Counter
+
+    from specformer.properties.embeddings.fasttext import MISSING_CUT, REPEATS_CUT, ngrams_written_out
+
+    for case in (REPEATS_CUT, MISSING_CUT):
+        lo, hi = case["min_n"], case["max_n"]
+        assert any(max(Counter(ngrams_written_out(w, lo, hi)).values()) > 1 for w in case["queried"])
+        assert all(len(w) + 2 > hi for w in case["queried"])
+        assert any(len(g) > hi for g in case["grams"]) and any(len(g) < lo for g in case["grams"])
+    assert all(g in REPEATS_CUT["grams"] for w in REPEATS_CUT["queried"] for g in ngrams_written_out(w, 3, 4))
+    lacking = [w for w in MISSING_CUT["queried"] if any(g not in MISSING_CUT["grams"] for g in ngrams_written_out(w, 3, 4))]
+    assert sorted(lacking) == ["aaaa", "ababab", "where"]

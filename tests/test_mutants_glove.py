@@ -9,6 +9,7 @@ import torch
 from conftest import assert_caught, run_row
 from mutants import Mutant
 from specformer.properties.embeddings import glove
+from specformer.protocol import Capabilities
 
 NO_CAP = Mutant("glove-weight-without-the-cap", glove_weight=lambda x, x_max=100.0, alpha=0.75: (x / x_max).pow(alpha))
 LINEAR = Mutant("glove-weight-exponent-1", glove_weight=lambda x, x_max=100.0, alpha=0.75: (x / x_max).clamp(max=1))
@@ -66,6 +67,35 @@ def _all_pairs(ids, vocab, window, *, dtype=torch.float64, device="cpu"):
     return torch.ones(vocab, vocab, dtype=dtype, device=device) + torch.eye(vocab, dtype=dtype, device=device)
 
 
+def _hard_coded_weighting(x, w, w_tilde, b, b_tilde, x_max=100.0, alpha=0.75):
+    """Wrong: the paper's x_max = 100 and alpha = 3/4 written into the loss, whatever is passed."""
+    from specformer.reference.embeddings.glove import glove_loss
+
+    return glove_loss(x, w, w_tilde, b, b_tilde, 100.0, 0.75)
+
+
+def _half(x, w, w_tilde, b, b_tilde, x_max=100.0, alpha=0.75):
+    """glove.c's cost: 1/2 of J (correct under glove_loss_factor = 0.5)."""
+    from specformer.reference.embeddings.glove import glove_loss
+
+    return 0.5 * glove_loss(x, w, w_tilde, b, b_tilde, x_max, alpha)
+
+
+def _half_on_log_one_plus(x, w, w_tilde, b, b_tilde, x_max=100.0, alpha=0.75):
+    """Wrong under any factor: half of the log(1 + X) variant."""
+    return 0.5 * _log_one_plus(x, w, w_tilde, b, b_tilde, x_max, alpha)
+
+
+def _declaring(mutant: Mutant, factor: float) -> Mutant:
+    mutant.capabilities = Capabilities(conventions={"glove_loss_factor": frozenset({factor})})
+    return mutant
+
+
+HARD_CODED = Mutant("glove-loss-hard-codes-x_max-and-alpha", glove_loss=_hard_coded_weighting)
+HALF_UNDECLARED = Mutant("glove-loss-halved-undeclared", glove_loss=_half)
+HALF_DECLARED = _declaring(Mutant("glove-loss-halved-declared", glove_loss=_half), 0.5)
+FULL_DECLARED_HALF = _declaring(Mutant("glove-loss-full-declared-halved"), 0.5)
+HALF_LOG_ONE_PLUS = _declaring(Mutant("glove-loss-halved-on-log-1-plus-x", glove_loss=_half_on_log_one_plus), 0.5)
 LOG_ONE_PLUS = Mutant("glove-loss-on-log-1-plus-x", glove_loss=_log_one_plus)
 LITERAL = Mutant("glove-loss-every-pair-literally", glove_loss=_every_pair_literally)
 UNWEIGHTED = Mutant("glove-loss-without-f", glove_loss=_unweighted)
@@ -76,7 +106,8 @@ DENSE = Mutant("cooccurrence-every-pair", glove_cooccurrence=_all_pairs)
 CASES = [
     (WEIGHTING, NO_CAP), (WEIGHTING, LINEAR), (WEIGHTING, FIXED_X_MAX),
     (CAPPED, NO_CAP),
-    (OBJECTIVE, LOG_ONE_PLUS), (OBJECTIVE, LITERAL), (OBJECTIVE, UNWEIGHTED),
+    (OBJECTIVE, LOG_ONE_PLUS), (OBJECTIVE, LITERAL), (OBJECTIVE, UNWEIGHTED), (OBJECTIVE, HARD_CODED),
+    (OBJECTIVE, HALF_UNDECLARED), (OBJECTIVE, FULL_DECLARED_HALF), (OBJECTIVE, HALF_LOG_ONE_PLUS),
     (SYMMETRIC, LEFT), (SYMMETRIC, UNIFORM), (SYMMETRIC, DENSE),
     (EPOCH_BOUND, DENSE),
 ]
@@ -98,6 +129,19 @@ def test_the_reference_passes_and_refutes(dtype: str) -> None:
     for qualname in (OBJECTIVE, SYMMETRIC, EPOCH_BOUND):
         row = run_row(qualname, implementation, dtype)
         assert row.outcome == "pass", (qualname, row.message)
+
+
+def test_glove_c_s_half_cost_declared_ends_every_glove_row_as_the_reference_does(properties) -> None:
+    """1/2 J (glove.c's cost), declared as ``glove_loss_factor = 0.5``, is a correct loss: every glove property
+    ends for it as for the reference (pass, or refuted for the claims as written)."""
+    from specformer.adapters.reference import implementation
+
+    mine = sorted(q for q, p in properties.items() if p.module == "glove")
+    assert OBJECTIVE in mine and ONE_PASS_AS_WRITTEN in mine
+    for qualname in mine:
+        expected = run_row(qualname, implementation).outcome
+        row = run_row(qualname, HALF_DECLARED)
+        assert row.outcome == expected and expected in ("pass", "refuted"), (qualname, row.outcome, row.message)
 
 
 def test_a_weight_without_the_cap_leaves_nothing_to_refute() -> None:

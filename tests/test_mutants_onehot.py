@@ -84,13 +84,27 @@ def _untied_logits(hidden, table):
 SCALED_GRAD = Mutant("lookup-gradient-scaled-by-frequency", lookup_gradient=_scaled_by_frequency)
 LAST_WINS = Mutant("lookup-gradient-last-occurrence-wins", lookup_gradient=_last_occurrence)
 DENSE_GRAD = Mutant("lookup-gradient-on-every-row", lookup_gradient=_dense_gradient)
+class _CachedOutputLayer:
+    """Wrong: an output layer copied from the first table of each shape and kept (a tie that went stale)."""
+
+    def __init__(self) -> None:
+        self.copies: dict[tuple[int, ...], torch.Tensor] = {}
+
+    def __call__(self, hidden, table):
+        kept = self.copies.setdefault(tuple(table.shape), table.clone())
+        return hidden @ kept.T
+
+
 UNTIED = Mutant("tied-logits-against-another-matrix", tied_logits=_untied_logits)
+STALE = Mutant("tied-logits-against-a-stale-copy", tied_logits=_CachedOutputLayer())
+OUTPUT_ROWS = "onehot.each_words_output_vector_is_its_embedding_row"
 TRANSPOSED = Mutant("tied-logits-scaled-by-sqrt-d", tied_logits=lambda h, t: h @ t.T / t.shape[1] ** 0.5)
 
 CASES = [
     (INIT, UNIFORM_INIT), (INIT, SCALED_INIT), (INIT, SHIFTED_INIT),
     (BACKPROP, SCALED_GRAD), (BACKPROP, LAST_WINS), (BACKPROP, DENSE_GRAD),
     (TYING, UNTIED), (TYING, TRANSPOSED), (TYING, LAST_WINS), (TYING, NEXT_ROW),
+    (OUTPUT_ROWS, UNTIED), (OUTPUT_ROWS, TRANSPOSED), (OUTPUT_ROWS, STALE),
     (ORTHOGONAL, NEXT_ROW), (ORTHOGONAL, ROW_ZERO),
     (LOOKUP, NEXT_ROW), (LOOKUP, ROW_ZERO),
 ]
@@ -108,6 +122,17 @@ def test_the_reference_passes_the_lookup_properties(dtype: str) -> None:
 
     for qualname in (ORTHOGONAL, LOOKUP):
         assert run_row(qualname, implementation, dtype).outcome == "pass"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_reference_and_torch_pass_the_tying_properties(dtype: str) -> None:
+    from specformer.adapters.reference import implementation
+    from specformer.adapters.torch_embedding import implementation as torch_embedding
+
+    for impl in (implementation, torch_embedding):
+        for qualname in (TYING, OUTPUT_ROWS):
+            row = run_row(qualname, impl, dtype)
+            assert row.outcome == "pass", (impl.name, qualname, row.message)
 
 
 def test_the_ratio_is_refuted_and_a_document_that_gave_100_is_not(monkeypatch) -> None:

@@ -10,6 +10,7 @@ import torch
 from conftest import assert_caught, run_row
 from mutants import Mutant
 from specformer.properties.embeddings import similarity
+from specformer.protocol import Capabilities
 
 
 def _cos(a, b):
@@ -66,7 +67,21 @@ DISTANCE_SQUARED = Mutant("distance-squared", euclidean_distance=lambda a, b: (a
 DISTANCE_L1 = Mutant("distance-l1", euclidean_distance=lambda a, b: (a - b).abs().sum(-1))
 DISTANCE_EPS = Mutant("distance-plus-1e-3", euclidean_distance=lambda a, b: (a - b + 1e-3).norm(dim=-1))
 
+def _declaring_clamp(mutant: Mutant, eps: float) -> Mutant:
+    mutant.capabilities = Capabilities(conventions={"cosine_norm_clamp": frozenset({eps})})
+    return mutant
+
+
+CLAMPED_DECLARED = _declaring_clamp(Mutant("cosine-clamps-norms-at-1e-8-declared", cosine_similarity=_clamped), 1e-8)
+WIDER_CLAMP = _declaring_clamp(Mutant("cosine-clamps-at-1e-6-declares-1e-8", cosine_similarity=lambda a, b:
+                                      _clamped(a, b, 1e-6)), 1e-8)
+NAN_DECLARED_CLAMP = _declaring_clamp(Mutant("cosine-nan-at-zero-declares-a-clamp", cosine_similarity=_naive), 1e-8)
+ONE_AT_ZERO_DECLARED_CLAMP = _declaring_clamp(Mutant(
+    "cosine-one-at-zero-declares-a-clamp", cosine_similarity=lambda a, b: torch.nan_to_num(_naive(a, b), nan=1.0)),
+    1e-12)
+
 CASES = [
+    (ZERO_ROWS, WIDER_CLAMP), (ZERO_ROWS, NAN_DECLARED_CLAMP), (ZERO_ROWS, ONE_AT_ZERO_DECLARED_CLAMP),
     (ZERO_ROWS, CLAMPED), (ZERO_ROWS, NAN_AT_ZERO), (ZERO_ROWS, ZERO_AT_ZERO), (ZERO_ROWS, RAISES_BUT_CLAMPS),
     (ZERO_ROWS, RAISES_WRONG_TYPE),
     (MAGNITUDE, DISTANCE_SQUARED), (MAGNITUDE, DISTANCE_L1), (MAGNITUDE, DISTANCE_EPS),
@@ -92,6 +107,23 @@ def test_the_reference_and_torch_pass(dtype: str) -> None:
         for qualname in (FORMULA, UNIT, MAGNITUDE):
             row = run_row(qualname, impl, dtype)
             assert row.outcome == "pass", (impl.name, qualname, row.message)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_norm_clamp_declared_ends_every_similarity_row_as_the_reference_does(properties, dtype: str) -> None:
+    """PyTorch's clamp ``max(|a|, eps)``, declared as ``cosine_norm_clamp = 1e-8``, is a correct cosine on rows above
+    ``eps``: every similarity property that calls cosine_similarity ends for it as for the reference, and for
+    torch-embedding (which declares it) too."""
+    from specformer.adapters.reference import implementation as reference
+    from specformer.adapters.torch_embedding import implementation as torch_embedding
+
+    mine = sorted(q for q, p in properties.items() if p.module == "similarity" and "cosine_similarity" in p.needs)
+    assert ZERO_ROWS in mine and FORMULA in mine
+    for qualname in mine:
+        expected = run_row(qualname, reference, dtype).outcome
+        for impl in (CLAMPED_DECLARED, torch_embedding):
+            row = run_row(qualname, impl, dtype)
+            assert row.outcome == expected == "pass", (impl.name, qualname, row.outcome, row.message)
 
 
 def test_a_cosine_without_the_clamp_is_caught(monkeypatch) -> None:

@@ -102,7 +102,42 @@ def _ns_scoring_everything(centres, contexts, negatives, in_table, out_table):
     return positive - F.logsigmoid(-scores.gather(1, negatives)).sum(-1)
 
 
+def _ns_scoring_everything_elementwise(centres, contexts, negatives, in_table, out_table):
+    """Wrong for the cost, invisible to a FLOP counter: every word scored by a broadcast product and a sum."""
+    scores = (in_table[centres][:, None, :] * out_table[None, :, :]).sum(-1)  # (B, 1, d) * (1, V, d) -> (B, V)
+    positive = -F.logsigmoid(scores.gather(1, contexts[:, None])[:, 0])
+    return positive - F.logsigmoid(-scores.gather(1, negatives)).sum(-1)
+
+
+def _ns_fused(centres, contexts, negatives, in_table, out_table):
+    """Correct and fused differently: one einsum over the 1 + k output rows, one binary cross-entropy with logits."""
+    rows = out_table[torch.cat([contexts[:, None], negatives], dim=1)]  # (B, 1 + k, d)
+    scores = torch.einsum("bkd,bd->bk", rows, in_table[centres])  # (B, 1 + k)
+    labels = torch.zeros_like(scores)
+    labels[:, 0] = 1.0
+    return F.binary_cross_entropy_with_logits(scores, labels, reduction="none").sum(-1)
+
+
+def _ns_copying_the_tables(centres, contexts, negatives, in_table, out_table):
+    """Correct: copies both tables once per call (an adapter converting them), then gathers only the rows it needs."""
+    return _ns_loss(centres, contexts, negatives, in_table.clone(), out_table.clone())
+
+
+def _ns_in_numpy(centres, contexts, negatives, in_table, out_table):
+    """Correct, and invisible to the dispatcher: the loss computed in numpy."""
+    import numpy as np
+
+    v, v_out = in_table.numpy(), out_table.numpy()
+    h = v[centres.numpy()]  # (B, d)
+    positive = np.logaddexp(0.0, -(v_out[contexts.numpy()] * h).sum(-1))  # -log sigma(s) = log(1 + e^-s)
+    noise = np.logaddexp(0.0, np.einsum("bkd,bd->bk", v_out[negatives.numpy()], h)).sum(-1)
+    return torch.from_numpy(positive + noise)
+
+
 NS_EVERYTHING = Mutant("negative-sampling-scores-the-vocabulary", negative_sampling_loss=_ns_scoring_everything)
+NS_EVERYTHING_ELEMENTWISE = Mutant("negative-sampling-scores-the-vocabulary-elementwise",
+                                   negative_sampling_loss=_ns_scoring_everything_elementwise)
+NS_WORK = "word2vec.negative_samplings_work_per_pair_does_not_grow_with_the_vocabulary"
 SOFTMAX_COST = "word2vec.the_implementations_softmax_grows_with_the_vocabulary_and_negative_sampling_does_not"
 WRAPPING = Mutant("skipgram-pairs-wrap-around", skipgram_pairs=_wrapping_pairs)
 ONE_SIDED = Mutant("skipgram-pairs-one-sided", skipgram_pairs=_one_sided_pairs)
@@ -120,7 +155,37 @@ NS_SIGN = Mutant("negative-sampling-log-sigma-of-plus-the-noise-score", negative
 NS_MEAN = Mutant("negative-sampling-averages-the-noise-terms", negative_sampling_loss=lambda c, p, n, i, o:
                  _ns_loss(c, p, n, i, o, mean=True))
 
+def _ns_row_0s_noise(centres, contexts, negatives, in_table, out_table):
+    """Wrong at a batch above 1: the first pair's noise words reused for every pair."""
+    return _ns_loss(centres, contexts, negatives[:1].expand_as(negatives), in_table, out_table)
+
+
+def _ns_mean_reduced(centres, contexts, negatives, in_table, out_table):
+    """001's loss divided by k + 1: the mean of the 1 + k binary cross-entropies (correct when declared)."""
+    scores = torch.cat([(out_table[contexts] * in_table[centres]).sum(-1)[:, None],  # (B, 1)
+                        (out_table[negatives] @ in_table[centres][:, :, None])[:, :, 0]], dim=1)  # (B, 1 + k)
+    labels = torch.zeros_like(scores)
+    labels[:, 0] = 1.0
+    return F.binary_cross_entropy_with_logits(scores, labels, reduction="none").mean(-1)
+
+
+def _declaring_reduction(mutant: Mutant, reduction: str) -> Mutant:
+    mutant.capabilities = Capabilities(conventions={"negative_sampling_reduction": frozenset({reduction})})
+    return mutant
+
+
+NS_ROW_0 = Mutant("negative-sampling-reuses-row-0s-noise-words", negative_sampling_loss=_ns_row_0s_noise)
+NS_MEAN_UNDECLARED = Mutant("negative-sampling-mean-reduced-undeclared", negative_sampling_loss=_ns_mean_reduced)
+NS_MEAN_DECLARED = _declaring_reduction(
+    Mutant("negative-sampling-mean-reduced-declared", negative_sampling_loss=_ns_mean_reduced), "mean")
+NS_SUM_DECLARED_MEAN = _declaring_reduction(Mutant("negative-sampling-summed-declared-mean"), "mean")
+NS_ONE_TABLE_MEAN = _declaring_reduction(Mutant(
+    "negative-sampling-one-table-mean-reduced", negative_sampling_loss=lambda c, p, n, i, o:
+    _ns_mean_reduced(c, p, n, i, i)), "mean")
+
 CASES = [
+    (NS_OPERATION, NS_ROW_0), (NS_OPERATION, NS_MEAN_UNDECLARED), (NS_OPERATION, NS_SUM_DECLARED_MEAN),
+    (NS_OPERATION, NS_ONE_TABLE_MEAN),
     (NOISE, UNIGRAM), (NOISE, UNNORMALISED),
     (OBJECTIVE, WRAPPING), (OBJECTIVE, ONE_SIDED), (OBJECTIVE, DYNAMIC), (OBJECTIVE, SOFTMAX_TIED),
     (OBJECTIVE, SOFTMAX_HOT),
@@ -130,6 +195,7 @@ CASES = [
     (NS_OPERATION, NS_ONE_TABLE), (NS_OPERATION, NS_SIGN), (NS_OPERATION, NS_MEAN),
     (SHIFTED_PMI, NS_SIGN),
     (SOFTMAX_COST, NS_EVERYTHING), (NS_OPERATION, NS_ONE_TABLE),
+    (NS_WORK, NS_EVERYTHING), (NS_WORK, NS_EVERYTHING_ELEMENTWISE),
     (CBOW_CORRECTED, CBOW_CENTRE), (CBOW_CORRECTED, CBOW_ASYMMETRIC),
     (DOWN_WEIGHTS, UNIGRAM),
     (CBOW_MEAN, SUM), (CBOW_MEAN, POSITION_WEIGHTED), (CBOW_MEAN, DISTINCT_MEAN),
@@ -150,6 +216,40 @@ def test_the_reference_passes(dtype: str) -> None:
     for qualname in (NOISE, DOWN_WEIGHTS, CBOW_MEAN, CBOW_ORDER, OBJECTIVE, EXAMPLES, SOFTMAX_OPERATION, NS_OPERATION,
                      CBOW_CORRECTED):
         row = run_row(qualname, implementation, dtype)
+        assert row.outcome == "pass", (qualname, row.message)
+
+
+def test_a_mean_reduced_negative_sampling_loss_declared_ends_every_row_as_the_reference_does(properties) -> None:
+    """001's loss divided by k + 1, declared as ``negative_sampling_reduction = "mean"``, is a correct loss: every
+    word2vec property that calls negative_sampling_loss ends for it as for the reference."""
+    from specformer.adapters.reference import implementation
+
+    mine = sorted(q for q, p in properties.items() if p.module == "word2vec" and "negative_sampling_loss" in p.needs)
+    assert {NS_OPERATION, SHIFTED_PMI, RAW_COOCCURRENCE, SOFTMAX_COST} <= set(mine), mine
+    for qualname in mine:
+        expected = run_row(qualname, implementation).outcome
+        row = run_row(qualname, NS_MEAN_DECLARED)
+        assert row.outcome == expected and expected in ("pass", "refuted"), (qualname, row.outcome, row.message)
+
+
+def test_scoring_the_vocabulary_elementwise_escapes_the_flop_count_but_not_the_created_elements() -> None:
+    """The FLOP counter sees no matrix product in a broadcast-and-sum scoring of every word, so the FLOP property
+    passes it; the elements it creates grow with V per pair, and the work property fails it."""
+    assert run_row(SOFTMAX_COST, NS_EVERYTHING_ELEMENTWISE, "float32").outcome == "pass"
+    row = run_row(NS_WORK, NS_EVERYTHING_ELEMENTWISE, "float32")
+    assert row.outcome == "fail" and "grows with the vocabulary" in row.message, row
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("loss", [None, _ns_fused, _ns_copying_the_tables, _ns_in_numpy],
+                         ids=["reference", "fused", "copies-the-tables-per-call", "numpy"])
+def test_correct_negative_sampling_losses_pass_the_work_and_the_formula(loss, dtype: str) -> None:
+    """The reference, a loss fused differently, one that copies the tables once per call, and one the dispatcher
+    cannot see all pass the cost by created elements, and the formula."""
+    impl = Mutant(f"negative-sampling-{getattr(loss, '__name__', 'reference')}",
+                  **({} if loss is None else {"negative_sampling_loss": loss}))
+    for qualname in (NS_WORK, NS_OPERATION):
+        row = run_row(qualname, impl, dtype)
         assert row.outcome == "pass", (qualname, row.message)
 
 

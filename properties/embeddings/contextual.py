@@ -296,3 +296,50 @@ def elmo_gives_2_hidden_numbers_per_token_the_first_half_from_the_left_the_secon
         assert relative(base[hidden:], after[hidden:]) > 1e-9, f"backward half at {at} ignores the later tokens"
     if at > 0:
         assert relative(base[:hidden], before[:hidden]) > 1e-9, f"forward half at {at} ignores the earlier tokens"
+
+
+# --- the width of 002's ELMo ----------------------------------------------------------------------
+
+#: 002 ("ELMo › Usage"): ``ELMo(vocab_size=50000, embed_dim=512, hidden_dim=1024)``.
+DOCUMENT_ELMO = {"vocab_size": 50_000, "embed_dim": 512, "hidden_dim": 1024}
+#: 002 ("Embedding Dimensions: Trade-offs"): the range of widths it lists for ELMo.
+DOCUMENT_ELMO_WIDTHS = (512, 1024)
+
+
+def elmo_width(vocab_size: int, embed_dim: int, hidden_dim: int, length: int = 5) -> int:
+    """The numbers per token of :data:`ELMO` built with these sizes and run on ``length`` tokens, on the meta
+    device (shapes only, no memory for the weights)."""
+    with torch.device("meta"):
+        model = ELMO(vocab_size, embed_dim, hidden_dim)
+        out = model(torch.zeros(1, length, dtype=torch.int64))  # (1, t, width)
+    assert tuple(out.shape[:2]) == (1, length), f"output {tuple(out.shape)} for 1 sequence of {length} tokens"
+    return int(out.shape[-1])
+
+
+@claim_property("contextual.elmo-width", needs=(), about="documents-code", dtypes=("float64",), max_examples=20)
+@given(hidden=st.integers(1, 4096), embed=st.integers(1, 1024))
+@example(hidden=DOCUMENT_ELMO["hidden_dim"], embed=DOCUMENT_ELMO["embed_dim"])
+def elmo_with_hidden_size_h_gives_2h_numbers_per_token_so_002s_gives_2048(ctx: Context, hidden: int, embed: int) -> None:
+    """Corrected: 002's ELMo with hidden size ``H`` gives ``2 H`` numbers per token (a forward and a backward
+    half, whatever the embedding width), so 002's own configuration, ``H = 1024``, gives 2,048; a width in
+    002's listed range 512 to 1,024 needs ``256 <= H <= 512``."""
+    width = elmo_width(DOCUMENT_ELMO["vocab_size"], embed, hidden)
+    assert width == 2 * hidden, f"ELMo with hidden_dim {hidden}, embed_dim {embed}: {width} numbers per token"
+    low, high = DOCUMENT_ELMO_WIDTHS
+    assert (low <= width <= high) == (low // 2 <= hidden <= high // 2), f"width {width} for hidden_dim {hidden}"
+    document = elmo_width(**DOCUMENT_ELMO)
+    assert document == 2048, f"002's ELMo{tuple(DOCUMENT_ELMO.values())} gives {document} numbers per token"
+
+
+@claim_property("contextual.elmo-width", needs=(), about="documents-code", expect="counterexample", dtypes=("float64",),
+                max_examples=1)
+@given(st.just(None))
+def elmos_vectors_are_512_to_1024_wide_as_written(ctx: Context, _) -> None:
+    """As written: ELMo's vectors have 512 to 1,024 numbers, checked on the ELMo 002 builds (its class with its
+    own sizes)."""
+    width = elmo_width(**DOCUMENT_ELMO)
+    low, high = DOCUMENT_ELMO_WIDTHS
+    assert low <= width <= high, (
+        f"002's ELMo(vocab_size=50000, embed_dim=512, hidden_dim=1024) gives {width} numbers per token, "
+        f"outside {low} to {high}"
+    )

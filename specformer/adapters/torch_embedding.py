@@ -4,9 +4,11 @@
   (its forward is ``torch.nn.functional.embedding``);
 * ``cosine_similarity``: ``torch.nn.functional.cosine_similarity(a, b, dim=-1)`` with its
   default ``eps = 1e-8``. PyTorch divides by ``max(|a|, eps) max(|b|, eps)``: a zero row
-  gives 0 and a row shorter than ``eps`` a cosine shrunk towards 0, where the protocol
-  leaves the zero vector outside the domain (a ValueError); ``deviations.toml`` lists
-  ``similarity.zero-vector`` for it;
+  gives 0 and a row shorter than ``eps`` a cosine shrunk towards 0, where the formula
+  leaves the zero vector outside the domain (a ValueError). The adapter declares that
+  clamp (``cosine_norm_clamp = 1e-8``), so ``similarity.zero-vector`` judges it on rows
+  above ``eps`` and takes its 0 for a zero row. In float16 ``1e-8`` rounds to 0, the
+  clamp does nothing and a zero row gives NaN (listed in ``deviations.toml``);
 * ``cbow_hidden``: ``torch.nn.EmbeddingBag(mode="mean")`` holding the table, one bag per
   row of the ``(B, c)`` context ids.
 * ``lookup_gradient``: the gradient autograd gives ``nn.Embedding``'s weight for
@@ -33,11 +35,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from specformer.protocol import Capabilities
+
 
 class TorchEmbedding:
     """``torch.nn.Embedding``, ``torch.nn.EmbeddingBag`` and ``torch.nn.functional.cosine_similarity``."""
 
     name = "torch-embedding"
+    capabilities = Capabilities(conventions={"cosine_norm_clamp": frozenset({1e-8})})  # F.cosine_similarity's eps
 
     def embedding_lookup(self, ids: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
         """``nn.Embedding.from_pretrained(table)(ids)``: shape ``ids.shape + (d,)``."""

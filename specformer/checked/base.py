@@ -88,6 +88,7 @@ class ContextBase:
         self.out_of_domain = 0
         self.not_applicable: list[str] = []
         self._flops: list[int] | None = None
+        self._created: list[int] | None = None
         #: The optional keywords (``call(optional=...)``) the last call's operation accepted.
         self.last_applied: frozenset[str] = frozenset()
         #: What the implementation declared it supports; None when it declared nothing.
@@ -207,6 +208,19 @@ class ContextBase:
         finally:
             self._flops = None
 
+    @contextmanager
+    def counting_created(self) -> Iterator[list[int]]:
+        """Count, in the worker, the elements of the tensors the calls made inside create
+        (:func:`specformer.created.count_created`: views and in-place results add nothing).
+
+        Yields a one-element list holding the running total.
+        """
+        self._created = [0]
+        try:
+            yield self._created
+        finally:
+            self._created = None
+
     def call(self, op: str, *args: Any, names: tuple[str, ...] = (), optional: dict[str, Any] | None = None,
              **kwargs: Any) -> Any:
         """Call operation ``op`` of the implementation in its worker; its decoded result.
@@ -217,6 +231,8 @@ class ContextBase:
                    "names": names, "device": str(self.device), "count_flops": self._flops is not None}
         if self._process:
             request["process"] = self._process
+        if self._created is not None:
+            request["count_created"] = True
         #: the last call into the implementation: what a failure's summary shows as Python
         self.last_call = (op, args, {**kwargs, **(optional or {})})
         start = time.monotonic()
@@ -253,6 +269,11 @@ class ContextBase:
             if type(flops) is not int or flops < 0:
                 raise ImplementationError(f"{self.impl_name}.{op}: no FLOP count came back")
             self._flops[0] += flops
+        if self._created is not None:
+            created = answer.get("created")
+            if type(created) is not int or created < 0:
+                raise ImplementationError(f"{self.impl_name}.{op}: no count of the created elements came back")
+            self._created[0] += created
         applied = answer.get("applied")
         self.last_applied = frozenset(a for a in applied if isinstance(a, str)) if isinstance(applied, list) else frozenset()
         return answer.get("value")

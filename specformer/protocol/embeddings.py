@@ -21,7 +21,8 @@ contextual model (``token_vectors``), which keep the model's own floating dtype.
   the upstream rows of every occurrence of an id (repeated ids accumulate);
 * ``embedding_init(vocab_size, dim, seed, dtype=...)``: a freshly initialised ``(V, d)``
   table, drawn with ``seed``, as the implementation's embedding layer starts (PyTorch's
-  ``nn.Embedding``: independent standard normal entries);
+  ``nn.Embedding``: independent standard normal entries); the same seed gives the same table,
+  another seed another;
 * ``tied_logits(hidden, table)``: the output layer tied to the embedding table: scores
   ``hidden (B, d) @ table^T``, shape ``(B, V)``;
 * ``skipgram_pairs(ids, window)``: the ``(centre, context)`` training pairs of a text of
@@ -52,7 +53,8 @@ contextual model (``token_vectors``), which keep the model's own floating dtype.
 * ``fasttext_vector(word, words, word_table, ngrams, ngram_table, min_n, max_n)``: the vector
   FastText composes for ``word`` from its own row of ``word_table`` (if ``word`` is in
   ``words``) and the rows of ``ngram_table`` of its n-grams listed in ``ngrams`` (others are
-  skipped), shape ``(d,)``. The composition is a convention: ``sum`` (Bojanowski et al.),
+  skipped: a mean divides by the listed n-gram occurrences; a repeated n-gram counts once per
+  occurrence; only n-grams of ``min_n`` to ``max_n`` characters are used), shape ``(d,)``. The composition is a convention: ``sum`` (Bojanowski et al.),
   ``mean`` of the word's vector and its n-gram vectors (fastText's and gensim's), or
   ``word_plus_mean`` (the word's vector plus the mean of its n-gram vectors);
 * ``token_vectors(text, layer=-1)``: a contextual model the implementation holds, run on
@@ -63,8 +65,10 @@ contextual model (``token_vectors``), which keep the model's own floating dtype.
 
 Conventions (:data:`CONVENTIONS`, declared in an adapter's ``capabilities``): ``composition``
 (``sum``, ``mean``, ``word_plus_mean``), ``skipgram_window`` (``fixed``, ``dynamic``) and
-``cbow_context`` (``without_centre``, ``with_centre``); the properties draw only what an
-implementation declares. An adapter declares the dtypes its library takes; inside its
+``cbow_context`` (``without_centre``, ``with_centre``), the constants of two losses,
+``glove_loss_factor`` (``1.0``, ``0.5``) and ``negative_sampling_reduction`` (``sum``, ``mean``),
+and ``cosine_norm_clamp`` (the eps of a norm clamp, ``0.0`` for none); the properties draw only
+what an implementation declares. An adapter declares the dtypes its library takes; inside its
 declaration it answers every example. This module declares the operations only; :mod:`specformer.checked.embeddings`
 calls them and checks what they return.
 """
@@ -211,6 +215,27 @@ CONVENTIONS: dict[str, Convention] = {
         doc="Whether cbow_examples' context leaves the centre word out (the documents) or keeps it. "
             "Undeclared: without_centre.",
         default=("without_centre",)),
+    "glove_loss_factor": Convention(
+        values=(1.0, 0.5),
+        doc="The constant in front of glove_loss: 1, 000's J (the documents'), or 1/2, the cost Stanford's "
+            "glove.c computes (1/2 f(X_ij) (w_i . w~_j + b_i + b~_j - log X_ij)^2 per pair, whose gradient is "
+            "f(X_ij) times the error). A positive constant moves neither J's minimum nor its gradient's "
+            "direction; the properties compare with the declared multiple of J. Undeclared: 1.",
+        default=(1.0,)),
+    "negative_sampling_reduction": Convention(
+        values=("sum", "mean"),
+        doc="What negative_sampling_loss returns per pair: 001's formula, the 1 + k log-sigmoid terms summed "
+            "(sum), or their mean, the formula divided by k + 1 (mean: a binary cross-entropy averaged over the "
+            "true word and the k noise words). The constant moves neither the optimum nor the gradient's "
+            "direction; the properties compare with the declared multiple. Undeclared: sum.",
+        default=("sum",)),
+    "cosine_norm_clamp": Convention(
+        values=(0.0, 1e-12, 1e-8, 1e-6),
+        doc="The eps below which cosine_similarity clamps each row's norm, a . b / (max(|a|, eps) max(|b|, eps)) "
+            "(torch.nn.functional.cosine_similarity: 1e-8), or 0.0 for none: 000's formula, a zero row refused "
+            "with a ValueError. Under a clamp the properties judge rows whose norms lie above eps, where the "
+            "clamp changes nothing, and a zero row may give the clamped formula's 0. Undeclared: 0.0.",
+        default=(0.0,)),
 }
 
 #: The embeddings family, registered in :data:`specformer.protocol.FAMILIES`.

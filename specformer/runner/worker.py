@@ -263,6 +263,7 @@ def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
     arguments = list(zip(_argument_names(request, args), args)) + list(kwargs.items())
     plain_before = [plain_fingerprint(argument) for _, argument in arguments]  # lists, dicts: checked after the call
     flops: int | None = None
+    created: int | None = None
     try:
         if request.get("count_flops"):
             from specformer.flops import count_flops
@@ -271,6 +272,13 @@ def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
                 value = method(*args, **kwargs)
                 _synchronize(device)
             flops = counted[0]
+        elif request.get("count_created"):
+            from specformer.created import count_created
+
+            with count_created() as created_elements:
+                value = method(*args, **kwargs)
+                _synchronize(device)
+            created = created_elements[0]
         else:
             value = method(*args, **kwargs)
             _synchronize(device)
@@ -305,7 +313,10 @@ def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
             same = False
         if not same and name not in mutated:
             mutated.append(name)
-    return {"status": "ok", "value": value, "flops": flops, "mutated": mutated, "applied": sorted(applied)}
+    answer = {"status": "ok", "value": value, "flops": flops, "mutated": mutated, "applied": sorted(applied)}
+    if created is not None:
+        answer["created"] = created
+    return answer
 
 
 def _argument_names(request: dict[str, Any], args: tuple[Any, ...]) -> list[str]:

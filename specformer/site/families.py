@@ -55,7 +55,7 @@ FAMILY_SUMMARY: dict[str, str] = {
 #: Topics of each family in the order the documents present them.
 TOPIC_ORDER: dict[str, tuple[str, ...]] = {
     "tokenization": ("words", "vocabulary", "bpe", "wordpiece", "unigram", "sentencepiece"),
-    "embeddings": ("onehot", "word2vec", "glove", "fasttext", "similarity", "contextual", "laws"),
+    "embeddings": ("onehot", "initialisation", "word2vec", "glove", "fasttext", "similarity", "contextual", "laws"),
     "positions": ("sinusoidal", "absolute", "rope", "alibi"),
     "attention": ("attention", "scaling", "masking", "multihead"),
     "blocks": ("layernorm", "ffn", "encoder", "decoder", "size", "cost"),
