@@ -68,10 +68,37 @@ def _stack(order=lambda layers: layers, final=True, same_weights=False):
     return stack
 
 
+def _fixed_eps_layer(x, w, *, heads, norm_first, activation="relu", eps=1e-5, causal=False):
+    """PyTorch's default eps written into the layer: right whenever eps = 1e-5 is asked for."""
+    return encoder_layer(x, w, heads=heads, norm_first=norm_first, activation=activation, eps=1e-5, causal=causal)
+
+
+EPS_FIXED = Mutant("layer-with-eps-fixed-at-1e-5", encoder_layer=_fixed_eps_layer)
+
+
+def _final_norm_for_pre_norm_only(x, layers, *, heads, norm_first, final_norm=None, activation="relu", eps=1e-5,
+                                  causal=False):
+    """Reads final_norm as "the pre-norm stack's final norm" and drops it from a post-norm stack."""
+    return encoder_stack(x, layers, heads=heads, norm_first=norm_first, final_norm=final_norm if norm_first else None,
+                         activation=activation, eps=eps, causal=causal)
+
+
+def _final_norm_after_every_layer(x, layers, *, heads, norm_first, final_norm=None, activation="relu", eps=1e-5,
+                                  causal=False):
+    """Applies the final norm after each layer (right for a stack of one layer)."""
+    for layer in layers:
+        x = encoder_stack(x, [layer], heads=heads, norm_first=norm_first, final_norm=final_norm,
+                          activation=activation, eps=eps, causal=causal)
+    return x
+
+
 REVERSED = Mutant("stack-in-reverse-order", encoder_stack=_stack(order=lambda layers: layers[::-1]))
 NO_FINAL_NORM = Mutant("stack-without-final-norm", encoder_stack=_stack(final=False))
 SHARED_WEIGHTS = Mutant("stack-reuses-the-first-layer", encoder_stack=_stack(same_weights=True))
 ONE_LAYER = Mutant("stack-of-the-first-layer-only", encoder_stack=_stack(order=lambda layers: layers[:1]))
+POST_NORM_FINAL_DROPPED = Mutant("stack-drops-a-post-norm-stacks-final-norm",
+                                 encoder_stack=_final_norm_for_pre_norm_only)
+FINAL_EVERY_LAYER = Mutant("stack-with-the-final-norm-after-every-layer", encoder_stack=_final_norm_after_every_layer)
 
 POST = "encoder.the_post_norm_layer_adds_then_normalises_after_each_sublayer"
 PRE = "encoder.the_pre_norm_layer_normalises_each_sublayers_input"
@@ -80,6 +107,7 @@ ORDER = "encoder.attention_has_its_own_add_and_norm_before_the_feed_forward_netw
 AS_DRAWN = "encoder.one_add_and_norm_after_the_feed_forward_network_as_drawn"
 DEPTH = "encoder.the_original_stack_has_six_layers_and_bert_base_twelve"
 STACK = "encoder.the_stack_is_its_layers_in_order_and_a_pre_norm_stack_ends_with_a_final_norm"
+SPLIT = "encoder.a_stack_split_in_two_is_the_second_part_applied_to_the_first"
 
 CASES = [
     (POST, PRE_ALWAYS), (POST, ONE_NORM), (POST, NO_RESIDUAL),
@@ -87,6 +115,9 @@ CASES = [
     (RESIDUAL, NO_RESIDUAL), (RESIDUAL, PRE_ALWAYS),
     (ORDER, ONE_NORM), (ORDER, PRE_ALWAYS),
     (STACK, REVERSED), (STACK, NO_FINAL_NORM), (STACK, SHARED_WEIGHTS), (STACK, ONE_LAYER),
+    (STACK, POST_NORM_FINAL_DROPPED), (STACK, FINAL_EVERY_LAYER),
+    (POST, EPS_FIXED), (PRE, EPS_FIXED),
+    (SPLIT, REVERSED), (SPLIT, SHARED_WEIGHTS), (SPLIT, ONE_LAYER), (SPLIT, FINAL_EVERY_LAYER),
 ]
 
 
@@ -175,3 +206,67 @@ def _tanh_gelu(x, w, *, heads, norm_first, activation="relu", eps=1e-5, causal=F
 def test_a_tanh_gelu_for_gelu_is_caught_in_float32(qualname: str) -> None:
     """The difference torch-nn shows on CUDA is another function, not rounding: float32's tolerance sees it."""
     assert_caught(qualname, Mutant("tanh-gelu-for-gelu", encoder_layer=_tanh_gelu), dtype="float32")
+
+
+@pytest.mark.parametrize("qualname", [POST, PRE])
+def test_a_fixed_eps_is_caught_by_the_explicit_example_alone(qualname: str) -> None:
+    """Deterministically: the explicit example gives eps = 0.1 to tokens of spread 0.05."""
+    from specformer.context import Context, LocalBackend
+
+    prop = getattr(encoder, qualname.split(".", 1)[1])
+    ctx = Context(LocalBackend(EPS_FIXED), EPS_FIXED.name, "cpu", "float64")
+    with pytest.raises(AssertionError, match=r"eps = 0\.1"):
+        prop.hypothesis.inner_test(ctx, case=encoder.small_spread_case(), activation="relu", causal=False,
+                                   eps=encoder.VISIBLE_EPS)
+    reference = Context(LocalBackend(REFERENCE), "reference", "cpu", "float64")
+    prop.hypothesis.inner_test(reference, case=encoder.small_spread_case(), activation="relu", causal=False,
+                               eps=encoder.VISIBLE_EPS)
+
+
+@pytest.mark.parametrize("qualname", [STACK, SPLIT, POST, PRE, RESIDUAL, ORDER])
+def test_the_reference_passes_with_drawn_eps_and_final_norms(qualname: str) -> None:
+    for dtype in ("float64", "float32"):
+        row = run_row(qualname, REFERENCE, dtype)
+        assert row.outcome == "pass", (dtype, row.message)
+
+
+def test_the_post_norm_final_norm_is_what_the_mutant_misses() -> None:
+    """The stack mutant that drops a post-norm stack's final norm is right on every pre-norm stack and on every
+    post-norm stack given none: only a post-norm stack given final_norm catches it."""
+    from specformer.properties.blocks.strategies import layer_weights
+
+    layers = [layer_weights(s, 4, 8) for s in (1, 2)]
+    final = layer_weights(3, 4, 8, ("gamma_f", "beta_f"))
+    norm = (final["gamma_f"], final["beta_f"])
+    x = torch.rand(1, 3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    for norm_first, final_norm in ((True, norm), (False, None)):
+        assert torch.equal(_final_norm_for_pre_norm_only(x, layers, heads=2, norm_first=norm_first,
+                                                         final_norm=final_norm),
+                           encoder_stack(x, layers, heads=2, norm_first=norm_first, final_norm=final_norm))
+    assert not torch.allclose(_final_norm_for_pre_norm_only(x, layers, heads=2, norm_first=False, final_norm=norm),
+                              encoder_stack(x, layers, heads=2, norm_first=False, final_norm=norm))
+
+
+# -- the residual gradient where central differences are coarse -----------------------------------
+
+def test_the_residual_gradient_holds_where_central_differences_are_coarse() -> None:
+    """The example a thorough run drew (d_model = 2, one head, a token whose two features nearly coincide): the
+    difference quotient is 6e-3 off the derivative there, so a fixed bound on it failed the reference; the
+    identity path, checked against the written-out sublayer's quotient at the same points, is exact there."""
+    from specformer.context import Context, LocalBackend
+
+    case = encoder.near_constant_token_case()
+    w = dict(case.weights, w_2=torch.zeros_like(case.weights["w_2"]), b_2=torch.zeros_like(case.weights["b_2"]))
+    v = torch.randn(case.x.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    v = v / v.norm()
+    h = 1e-4
+    quotient = (encoder_layer(case.x + h * v, w, heads=1, norm_first=True)
+                - encoder_layer(case.x - h * v, w, heads=1, norm_first=True)) / (2 * h)
+    attention, _, norm = encoder._sublayers(w, 1, "relu", False)
+    _, jvp = torch.autograd.functional.jvp(lambda x: attention(norm(x, 1)), case.x, v)
+    assert (quotient - jvp - v).abs().max() > 1e-3, "the pinned example no longer sits where the quotient is coarse"
+    prop = getattr(encoder, GRADIENT.split(".", 1)[1])
+    prop.hypothesis.inner_test(Context(LocalBackend(REFERENCE), "reference", "cpu", "float64"), case=case, seed=0)
+    half = Mutant("half-residual", encoder_layer=_by_norm(_no_residual, _scaled_residual))
+    with pytest.raises(AssertionError, match="identity path"):
+        prop.hypothesis.inner_test(Context(LocalBackend(half), half.name, "cpu", "float64"), case=case, seed=0)

@@ -85,27 +85,45 @@ def test_a_network_that_keeps_the_tokens_apart_leaves_nothing_to_refute() -> Non
     assert row.outcome == "fail", row
 
 
-def test_a_misstated_table_width_is_caught(monkeypatch) -> None:
-    name = "ffn.the_hidden_layer_is_four_times_as_wide"
-    assert run_row(name, None).outcome == "pass"
-    monkeypatch.setattr(ffn, "TABLE_WIDTHS", {"base": (512, 1024), "big": (1024, 4096)})
-    row = run_row(name, None)
-    assert row.outcome == "fail" and "base" in row.message, row
+TABLE = "ffn.the_tables_hidden_layer_is_four_times_the_model_and_much_wider_than_a_head"
+LIBRARIES = "ffn.the_hidden_layer_is_four_times_as_wide"
 
 
-def test_a_library_whose_default_width_is_not_four_times_is_caught(monkeypatch) -> None:
-    name = "ffn.the_hidden_layer_is_four_times_as_wide"
+@pytest.mark.parametrize(("table", "wrong", "model"), [
+    ({"base": (512, 8, 1024), "big": (1024, 16, 4096)}, "4 d_model", "base"),  # a base d_ff of 1024
+    ({"base": (512, 1, 2048), "big": (1024, 16, 4096)}, "d_v", "base"),  # one head of width 512: d_ff / d_v = 4
+    ({"base": (512, 8, 2048), "big": (1024, 3, 4096)}, "d_v", "big"),  # h does not divide d_model
+])
+def test_a_misstated_table_is_caught(monkeypatch, table, wrong: str, model: str) -> None:
+    assert run_row(TABLE, None).outcome == "pass"
+    monkeypatch.setattr(ffn, "TABLE_MODELS", table)
+    row = run_row(TABLE, None)
+    assert row.outcome == "fail" and wrong in row.message and model in row.message, row
+
+
+@pytest.mark.parametrize(("change", "wrong"), [
+    (lambda d, h, ff: (d, h, 2 * d), "4 d_model"),
+    (lambda d, h, ff: (d, 1, ff), "d_v"),  # one head as wide as the model
+])
+def test_a_library_whose_default_width_is_not_four_times_is_caught(monkeypatch, change, wrong: str) -> None:
+    assert run_row(LIBRARIES, None).outcome == "pass"
     widths = ffn.library_widths()
     assert widths, "no library width was read"
     first = next(iter(widths))
-    d_model = widths[first][0]
-    monkeypatch.setattr(ffn, "library_widths", lambda: {**widths, first: (d_model, 2 * d_model)})
-    row = run_row(name, None)
-    assert row.outcome == "fail" and first in row.message, row
+    monkeypatch.setattr(ffn, "library_widths", lambda: {**widths, first: change(*widths[first])})
+    row = run_row(LIBRARIES, None)
+    assert row.outcome == "fail" and first in row.message and wrong in row.message, row
+
+
+def test_the_head_width_is_computed_from_each_configuration() -> None:
+    """d_v comes from each configuration's own d_model and h, not from a constant: 64 everywhere here."""
+    widths = {**ffn.TABLE_MODELS, **ffn.library_widths()}
+    assert {name: d // h for name, (d, h, _) in widths.items()} == dict.fromkeys(widths, 64)
+    assert {name: ff // (d // h) for name, (d, h, ff) in ffn.TABLE_MODELS.items()} == {"base": 32, "big": 64}
 
 
 def test_every_ffn_property_is_covered(properties) -> None:
-    covered = {q for q, _ in CASES} | {AS_WRITTEN, "ffn.the_hidden_layer_is_four_times_as_wide", IDENTITY}
+    covered = {q for q, _ in CASES} | {AS_WRITTEN, TABLE, LIBRARIES, IDENTITY}
     mine = {q for q, p in properties.items() if p.module == "ffn"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 

@@ -24,6 +24,9 @@ EPS_OUTSIDE = Mutant("eps-outside-the-root", layer_norm=_norm(eps_inside=False))
 OVER_POSITIONS = Mutant("normalises-over-positions", layer_norm=_norm(dim=(-2, -1)))
 OVER_BATCH = Mutant("batch-norm", layer_norm=_norm(dim=(0, 1)))
 NO_EPS = Mutant("no-eps", layer_norm=lambda x, gamma, beta, *, eps=1e-5: _norm()(x, gamma, beta, eps=0.0))
+#: PyTorch's default written into the code: right whenever the properties ask for eps = 1e-5, as they all did
+EPS_FIXED = Mutant("eps-fixed-at-1e-5", layer_norm=lambda x, gamma, beta, *, eps=1e-5: _norm()(x, gamma, beta,
+                                                                                            eps=1e-5))
 
 CASES = [
     ("layernorm.layer_norm_is_the_formula_with_the_biased_variance_and_eps_inside_the_root", UNBIASED),
@@ -33,6 +36,8 @@ CASES = [
     ("layernorm.each_token_is_normalised_on_its_own", OVER_BATCH),
     ("layernorm.before_gamma_and_beta_each_token_has_mean_zero_and_variance_below_one", UNBIASED),
     ("layernorm.before_gamma_and_beta_each_token_has_mean_zero_and_variance_below_one", NO_EPS),
+    ("layernorm.layer_norm_is_the_formula_with_the_biased_variance_and_eps_inside_the_root", EPS_FIXED),
+    ("layernorm.before_gamma_and_beta_each_token_has_mean_zero_and_variance_below_one", EPS_FIXED),
     # without eps a constant token is 0/0: NaN; one that maps a constant token to unit variance is wrong too
     ("layernorm.a_constant_token_normalises_to_beta_the_edge_case", NO_EPS),
     ("layernorm.a_constant_token_normalises_to_beta_the_edge_case",
@@ -160,3 +165,33 @@ def test_the_reference_passes_the_constant_token_under_the_cuda_allowance() -> N
 
     for dtype in ("float32", "float16", "bfloat16"):
         _constant_token_on_cuda(ReferenceImplementation(), dtype, d=7, eighths=11, b=1, seed=0)
+
+
+# -- eps is the one asked for -----------------------------------------------------------------------
+EPS_PROPERTIES = ["layernorm.layer_norm_is_the_formula_with_the_biased_variance_and_eps_inside_the_root",
+                  "layernorm.before_gamma_and_beta_each_token_has_mean_zero_and_variance_below_one"]
+
+
+@pytest.mark.parametrize("qualname", EPS_PROPERTIES)
+def test_a_fixed_eps_is_caught_by_the_explicit_example_alone(qualname: str) -> None:
+    """Deterministically, without the drawn examples: the explicit example gives eps = 1e-2 to a token of
+    variance 1.25e-2, where eps = 1e-5 in its place is off by a third."""
+    from specformer.context import Context, LocalBackend
+    from specformer.properties.blocks import layernorm
+
+    prop = getattr(layernorm, qualname.split(".", 1)[1])
+    ctx = Context(LocalBackend(EPS_FIXED), EPS_FIXED.name, "cpu", "float64")
+    with pytest.raises(AssertionError, match=r"eps = 0\.01"):
+        prop.hypothesis.inner_test(ctx, case=layernorm.small_spread_case(), eps=layernorm.VISIBLE_EPS)
+
+
+@pytest.mark.parametrize("qualname", EPS_PROPERTIES)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_reference_and_torch_nn_pass_with_drawn_eps(qualname: str, dtype: str) -> None:
+    from conftest import run_row
+    from specformer.adapters.reference import ReferenceImplementation
+    from specformer.adapters.torch_nn import implementation as torch_nn
+
+    for impl in (ReferenceImplementation(), torch_nn):
+        row = run_row(qualname, impl, dtype)
+        assert row.outcome == "pass", (impl, row.message)

@@ -104,38 +104,58 @@ def the_feed_forward_network_is_a_convolution_of_width_one(ctx: Context, case) -
                      same_dtype=lambda dt: as_convolution(*(a.to(dt) for a in case[:5]), case[5]))
 
 
-#: The base and big models of the slides' table: (d_model, d_ff).
-TABLE_WIDTHS = {"base": (512, 2048), "big": (1024, 4096)}
+#: The base and big models of the slides' table: (d_model, h, d_ff), each head of width d_v = d_model / h.
+TABLE_MODELS: dict[str, tuple[int, int, int]] = {"base": (512, 8, 2048), "big": (1024, 16, 4096)}
+#: "Much wider" read as at least an order of magnitude.
+MUCH_WIDER = 10
 
 
-def library_widths() -> dict[str, tuple[int, int]]:
-    """``(d_model, d_ff)`` of the libraries' default configurations (those installed)."""
+def _widths_wrong(widths: dict[str, tuple[int, int, int]]) -> tuple[dict, dict]:
+    """The configurations ``(d_model, h, d_ff)`` where ``d_ff != 4 d_model``, and those where ``d_ff / d_v``,
+    with ``d_v = d_model / h``, is below :data:`MUCH_WIDER` (or ``h`` does not divide ``d_model``)."""
+    not_four = {name: (d, ff) for name, (d, _, ff) in widths.items() if ff != 4 * d}
+    narrow = {name: (ff, d, h) for name, (d, h, ff) in widths.items() if d % h or ff < MUCH_WIDER * (d // h)}
+    return not_four, narrow
+
+
+@claim_property("ffn.expansion", needs=(), about="published-numbers", dtypes=("float64",), max_examples=1)
+@given(st.just(None))
+def the_tables_hidden_layer_is_four_times_the_model_and_much_wider_than_a_head(ctx: Context, _) -> None:
+    """Arithmetic on the slides' table: ``d_ff = 4 d_model`` and ``d_ff / d_v >= 10`` with ``d_v = d_model / h``
+    computed from the table's own ``d_model`` and ``h`` (32 for base, 64 for big)."""
+    not_four, narrow = _widths_wrong(TABLE_MODELS)
+    assert not not_four, f"the table's d_ff != 4 d_model (d_model, d_ff): {not_four}"
+    assert not narrow, f"the table's d_ff is not {MUCH_WIDER} times d_v = d_model / h (d_ff, d_model, h): {narrow}"
+
+
+def library_widths() -> dict[str, tuple[int, int, int]]:
+    """``(d_model, h, d_ff)`` of the libraries' default configurations (those installed), ``d_ff`` read from
+    the module each builds."""
     widths = {}
     layer = torch.nn.TransformerEncoderLayer(512, 8, device="meta")
-    widths["torch.nn.TransformerEncoderLayer(512, 8)"] = (512, layer.linear1.out_features)
+    widths["torch.nn.TransformerEncoderLayer(512, 8)"] = (512, layer.self_attn.num_heads, layer.linear1.out_features)
     try:
         from transformers import BertConfig, GPT2Config
         from transformers.models.gpt2.modeling_gpt2 import GPT2MLP
     except ImportError:
         return widths
     bert = BertConfig()
-    widths["BertConfig()"] = (bert.hidden_size, bert.intermediate_size)
+    widths["BertConfig()"] = (bert.hidden_size, bert.num_attention_heads, bert.intermediate_size)
     gpt2 = GPT2Config()
     inner = gpt2.n_inner if gpt2.n_inner is not None else 4 * gpt2.n_embd  # GPT2Block's rule
     mlp = GPT2MLP(inner, gpt2).to("meta")
-    widths["GPT2Config() / GPT2MLP"] = (gpt2.n_embd, mlp.c_fc.nf)
+    widths["GPT2Config() / GPT2MLP"] = (gpt2.n_embd, gpt2.n_head, mlp.c_fc.nf)
     return widths
 
 
 @claim_property("ffn.expansion", needs=(), about="library", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def the_hidden_layer_is_four_times_as_wide(ctx: Context, _) -> None:
-    """``d_ff = 4 d_model`` in the slides' table, PyTorch's default layer, BERT's and GPT-2's configurations,
-    and ``d_ff >> d_v``: 32 and 64 times the head width of 64."""
-    widths = {f"slides' {name}": w for name, w in TABLE_WIDTHS.items()} | library_widths()
-    wrong = {name: (d, ff) for name, (d, ff) in widths.items() if ff != 4 * d}
-    assert not wrong, f"d_ff != 4 d_model: {wrong}"
-    assert all(ff // 64 >= 32 for _, ff in TABLE_WIDTHS.values()), "d_ff is not much wider than d_v = 64"
+    """The libraries' defaults agree with the table: PyTorch's default layer, BERT's and GPT-2's configurations
+    build ``d_ff = 4 d_model``, and ``d_ff / d_v >= 10`` with their own ``d_v = d_model / h`` (32, 48, 48)."""
+    not_four, narrow = _widths_wrong(library_widths())
+    assert not not_four, f"d_ff != 4 d_model (d_model, d_ff): {not_four}"
+    assert not narrow, f"d_ff is not {MUCH_WIDER} times d_v = d_model / h (d_ff, d_model, h): {narrow}"
 
 
 # --- the collapse -----------------------------------------------------------------------------------

@@ -2,8 +2,11 @@
 
 Expected values are the formula written out here in float64 (mean, biased variance,
 ``eps`` inside the square root); invariances compare the implementation with itself.
-Inputs are drawn per token with a spread of at least 0.1, so that ``eps = 1e-5`` stays a
-small correction, except where the claim is about a constant token.
+Inputs are drawn per token with a spread of at least 0.1, except where the claim is about a
+constant token. ``eps`` is drawn (:func:`~.strategies.epsilons`: 1e-5, PyTorch's default,
+what examples shrink to, up to 1/2), so that an implementation that ignores the ``eps`` it is
+given fails; the formula's and the variance's explicit examples pair ``eps = 10^-2`` with a
+token of variance ``1.25 10^-2``, where ``1e-5`` in its place moves the output by a third.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from specformer.property import claim_property
 
 from . import strategies as sf
 
-EPS = 1e-5
+EPS = sf.DEFAULT_EPS
 #: Roundings of a token's mean allowed on CUDA, where the reduction kernels multiply the sum by
 #: a rounded ``1/d`` (see :func:`cuda_mean_rounding`); the CPU divides and gets the mean exactly.
 CUDA_MEAN_ROUNDINGS = 2
@@ -45,20 +48,33 @@ def token_batches(draw: st.DrawFn, min_d: int = 2, max_d: int = 8) -> tuple[torc
     return x, draw(sf.tensors((d,), 2.0)), draw(sf.tensors((d,), 2.0))
 
 
+def small_spread_case() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One token ``(0, 0.1, 0.2, 0.3)`` (biased variance ``1.25 10^-2``), ``gamma = 1``, ``beta = 0``: with
+    ``eps = 10^-2`` it normalises with ``1/sqrt(0.0225) = 6.7``, with ``eps = 10^-5`` in its place ``8.9``."""
+    x = torch.tensor([[[0.0, 0.1, 0.2, 0.3]]], dtype=torch.float64)  # (1, 1, 4)
+    return x, torch.ones(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
+
+
+#: ``eps`` of the explicit examples: as large as the variance of :func:`small_spread_case`.
+VISIBLE_EPS = 1e-2
+
+
 @claim_property("layernorm.formula", needs=("layer_norm",))
-@given(case=token_batches())
+@given(case=token_batches(), eps=sf.epsilons())
 @example(case=(torch.tensor([[[1.0, 3.0]]], dtype=torch.float64), torch.ones(2, dtype=torch.float64),
-               torch.zeros(2, dtype=torch.float64)))
-def layer_norm_is_the_formula_with_the_biased_variance_and_eps_inside_the_root(ctx: Context, case) -> None:
-    """``gamma (x - mu) / sqrt(sigma^2 + eps) + beta`` with ``sigma^2 = mean((x - mu)^2)`` over each token's features."""
+               torch.zeros(2, dtype=torch.float64)), eps=EPS)
+@example(case=small_spread_case(), eps=VISIBLE_EPS)  # an eps fixed in the implementation is caught by construction
+def layer_norm_is_the_formula_with_the_biased_variance_and_eps_inside_the_root(ctx: Context, case, eps) -> None:
+    """``gamma (x - mu) / sqrt(sigma^2 + eps) + beta`` with ``sigma^2 = mean((x - mu)^2)`` over each token's features,
+    for the ``eps`` given."""
     x, gamma, beta = case
-    ctx.assert_close(ctx.layer_norm(x, gamma, beta, eps=EPS), layer_norm_formula(x, gamma, beta), "LayerNorm(x)",
-                     scale=4)
+    ctx.assert_close(ctx.layer_norm(x, gamma, beta, eps=eps), layer_norm_formula(x, gamma, beta, eps),
+                     f"LayerNorm(x) with eps = {eps:g}", scale=4)
 
 
 @claim_property("layernorm.per-token", needs=("layer_norm",))
-@given(case=token_batches(), data=st.data())
-def each_token_is_normalised_on_its_own(ctx: Context, case, data) -> None:
+@given(case=token_batches(), data=st.data(), eps=sf.epsilons())
+def each_token_is_normalised_on_its_own(ctx: Context, case, data, eps) -> None:
     """Replacing every other token (other positions, other sequences) leaves a token's output unchanged."""
     x, gamma, beta = case
     b, t, d = x.shape
@@ -66,20 +82,23 @@ def each_token_is_normalised_on_its_own(ctx: Context, case, data) -> None:
     other = data.draw(sf.tensors((b, t, d), 10.0), label="other tokens")
     x2 = other.clone()
     x2[keep] = x[keep]
-    out, out2 = ctx.layer_norm(x, gamma, beta, eps=EPS), ctx.layer_norm(x2, gamma, beta, eps=EPS)
+    out, out2 = ctx.layer_norm(x, gamma, beta, eps=eps), ctx.layer_norm(x2, gamma, beta, eps=eps)
     ctx.assert_close(out2[keep], out[keep], f"output of token {keep} after changing every other token", scale=4)
 
 
 @claim_property("layernorm.standardises", needs=("layer_norm",))
-@given(case=token_batches())
-def before_gamma_and_beta_each_token_has_mean_zero_and_variance_below_one(ctx: Context, case) -> None:
-    """Corrected: with ``gamma = 1, beta = 0`` each token has mean 0 and biased variance ``sigma^2 / (sigma^2 + eps)``."""
+@given(case=token_batches(), eps=sf.epsilons())
+@example(case=small_spread_case(), eps=VISIBLE_EPS)  # variance 0.56 here; 1.0 with eps = 1e-5 in its place
+def before_gamma_and_beta_each_token_has_mean_zero_and_variance_below_one(ctx: Context, case, eps) -> None:
+    """Corrected: with ``gamma = 1, beta = 0`` each token has mean 0 and biased variance ``sigma^2 / (sigma^2 + eps)``,
+    for the ``eps`` given."""
     x, _, _ = case
     d = x.shape[-1]
-    out = ctx.layer_norm(x, torch.ones(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64), eps=EPS)
+    out = ctx.layer_norm(x, torch.ones(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64), eps=eps)
     var = x.var(-1, unbiased=False)  # (B, t)
     ctx.assert_close(out.mean(-1), torch.zeros_like(var), "mean of each normalised token", scale=4)
-    ctx.assert_close(out.var(-1, unbiased=False), var / (var + EPS), "variance of each normalised token", scale=8)
+    ctx.assert_close(out.var(-1, unbiased=False), var / (var + eps), f"variance of each normalised token (eps = {eps:g})",
+                     scale=8)
 
 
 def cuda_mean_rounding(ctx: Context, value: float, gamma: torch.Tensor) -> torch.Tensor | None:
@@ -135,8 +154,8 @@ def a_constant_token_normalises_to_beta_the_edge_case(ctx: Context, d, eighths, 
 
 
 @claim_property("layernorm.formula", needs=("layer_norm",))
-@given(case=token_batches(), data=st.data())
-def gamma_scales_and_beta_shifts_each_feature_of_the_standardised_token(ctx: Context, case, data) -> None:
+@given(case=token_batches(), data=st.data(), eps=sf.epsilons())
+def gamma_scales_and_beta_shifts_each_feature_of_the_standardised_token(ctx: Context, case, data, eps) -> None:
     """A second check of ``gamma`` and ``beta``, without the formula: ``LN(x; gamma, beta) = gamma * LN(x; 1, 0)
     + beta`` feature by feature, and ``LN(x; gamma, beta_1) - LN(x; gamma, beta_2) = beta_1 - beta_2`` for
     every token, all from the implementation's own outputs."""
@@ -144,9 +163,9 @@ def gamma_scales_and_beta_shifts_each_feature_of_the_standardised_token(ctx: Con
     d = x.shape[-1]
     other_beta = data.draw(sf.tensors((d,), 2.0), label="another beta")
     ones, zeros = torch.ones(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64)
-    plain = ctx.layer_norm(x, ones, zeros, eps=EPS)
-    out = ctx.layer_norm(x, gamma, beta, eps=EPS)
+    plain = ctx.layer_norm(x, ones, zeros, eps=eps)
+    out = ctx.layer_norm(x, gamma, beta, eps=eps)
     ctx.assert_close(out, gamma * plain + beta, "LN(x; gamma, beta) vs gamma * LN(x; 1, 0) + beta", scale=8)
-    shifted = ctx.layer_norm(x, gamma, other_beta, eps=EPS)
+    shifted = ctx.layer_norm(x, gamma, other_beta, eps=eps)
     ctx.assert_close(out - shifted, (beta - other_beta).expand_as(out), "LN(x; gamma, beta) - LN(x; gamma, beta')",
                      scale=8)

@@ -15,8 +15,22 @@ from hypothesis import strategies as st
 from specformer.properties.strategies import BOUND, bounded_floats, permutations_of, seeds, tensors
 from specformer.protocol.blocks import DECODER_KEYS, ENCODER_KEYS
 
-__all__ = ["BOUND", "LayerCase", "REALISTIC_ONE_IN", "bounded_floats", "layer_cases", "layer_weights",
-           "permutations_of", "realistic", "seeds", "tensors", "within"]
+__all__ = ["BOUND", "DEFAULT_EPS", "LayerCase", "REALISTIC_ONE_IN", "bounded_floats", "epsilons", "layer_cases",
+           "layer_weights", "permutations_of", "realistic", "seeds", "tensors", "within"]
+
+#: PyTorch's default ``eps`` of LayerNorm; drawn epsilons shrink to it.
+DEFAULT_EPS = 1e-5
+#: Other values of ``eps`` every run meets: 1e-12 (BERT's configuration default), 1e-6, and two large
+#: enough to change the output of a token of spread 0.1 by several per cent.
+NAMED_EPS = (DEFAULT_EPS, 1e-12, 1e-6, 1e-3, 0.1)
+
+
+def epsilons() -> st.SearchStrategy[float]:
+    """LayerNorm's ``eps``: one of :data:`NAMED_EPS` or any float in ``[1e-8, 1/2]``; shrinks to 1e-5.
+
+    Drawn so that an implementation that ignores the ``eps`` it is given (a constant in its code)
+    fails: its output differs wherever ``eps`` is not small beside the variance of a token."""
+    return st.one_of(st.sampled_from(NAMED_EPS), st.floats(1e-8, 0.5))
 
 
 def layer_weights(seed: int, d_model: int, d_ff: int, keys: tuple[str, ...] = ENCODER_KEYS,

@@ -134,8 +134,9 @@ class StackImplementation(Protocol):
         """``x (B, t, d_model)`` through ``len(layers)`` encoder layers in order (each as
         :meth:`EncoderLayerImplementation.encoder_layer` with its own weights), then, when
         ``final_norm = (gamma, beta)`` is given, ``LayerNorm(h) gamma + beta`` of the last
-        layer's output (a pre-norm stack's final norm; ``None``: no final norm, as in a
-        post-norm stack). Returns ``(B, t, d_model)``.
+        layer's output, whatever ``norm_first`` (a pre-norm stack's final norm; a post-norm
+        stack needs none, but applies one it is given, as ``nn.TransformerEncoder(norm=...)``
+        does; ``None``: no final norm). Every LayerNorm uses ``eps``. Returns ``(B, t, d_model)``.
         """
         ...
 
