@@ -12,7 +12,7 @@ This module knows no family.
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Callable, Iterator, Protocol, Sequence, TypeVar
 
 import torch
@@ -196,30 +196,29 @@ class ContextBase:
         return value.data.to(dtype=torch.float64)
 
     # -- calling -----------------------------------------------------------------------
-    @contextmanager
-    def counting_flops(self) -> Iterator[list[int]]:
+    def counting_flops(self) -> AbstractContextManager[list[int]]:
         """Count, in the worker, the FLOPs ``FlopCounterMode`` sees in the calls made inside.
 
         Yields a one-element list holding the running total.
         """
-        self._flops = [0]
-        try:
-            yield self._flops
-        finally:
-            self._flops = None
+        return self._counting("_flops")
 
-    @contextmanager
-    def counting_created(self) -> Iterator[list[int]]:
+    def counting_created(self) -> AbstractContextManager[list[int]]:
         """Count, in the worker, the elements of the tensors the calls made inside create
         (:func:`specformer.created.count_created`: views and in-place results add nothing).
 
         Yields a one-element list holding the running total.
         """
-        self._created = [0]
+        return self._counting("_created")
+
+    @contextmanager
+    def _counting(self, attribute: str) -> Iterator[list[int]]:
+        total = [0]
+        setattr(self, attribute, total)
         try:
-            yield self._created
+            yield total
         finally:
-            self._created = None
+            setattr(self, attribute, None)
 
     def call(self, op: str, *args: Any, names: tuple[str, ...] = (), optional: dict[str, Any] | None = None,
              **kwargs: Any) -> Any:
