@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import assert_caught
+from conftest import assert_caught, run_row
 from mutants import Mutant
 from specformer.reference.attention.attention import scaled_dot_product_attention
 from specformer.reference.attention.multihead import merge_heads, split_heads
@@ -70,6 +70,20 @@ CASES = [
 ]
 
 
+def _fixed_eps_decoder(x, memory, w, *, heads, norm_first, activation="relu", eps=1e-5):
+    """PyTorch's default eps written into the decoder layer: right whenever eps = 1e-5 is asked for."""
+    from specformer.reference.blocks.decoder_layer import decoder_layer
+
+    return decoder_layer(x, memory, w, heads=heads, norm_first=norm_first, activation=activation, eps=1e-5)
+
+
+EPS_FIXED = Mutant("decoder-layer-with-eps-fixed-at-1e-5", decoder_layer=_fixed_eps_decoder)
+ORDER = "decoder.the_decoder_layer_is_masked_self_attention_cross_attention_then_the_network"
+DECODER_ONLY = "decoder.a_decoder_layer_without_cross_attention_is_a_causal_encoder_layer"
+CASES += [(ORDER, EPS_FIXED), (DECODER_ONLY, EPS_FIXED),
+          ("decoder.the_output_follows_the_encoder_memory_through_cross_attention", EPS_FIXED)]
+
+
 @pytest.mark.parametrize(("qualname", "mutant"), CASES, ids=[f"{q.split('.', 1)[1]}-{m.name}" for q, m in CASES])
 def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
     row = assert_caught(qualname, mutant)
@@ -122,3 +136,58 @@ def test_the_reference_passes_the_second_check() -> None:
     from specformer.adapters.reference import ReferenceImplementation
 
     assert run_row(FOLLOWS, ReferenceImplementation()).outcome == "pass"
+
+
+# -- LayerNorm's eps, drawn ------------------------------------------------------------------------
+EPS_PROPERTIES = [ORDER, FOLLOWS, DECODER_ONLY]
+
+
+@pytest.mark.parametrize("qualname", EPS_PROPERTIES)
+def test_a_fixed_eps_is_caught_by_the_explicit_example_alone(qualname: str) -> None:
+    """Deterministically, for both placements: the explicit example gives eps = 0.1 to target tokens of spread
+    0.05, and the reference passes the same example."""
+    from specformer.adapters.reference import implementation as reference
+    from specformer.context import Context, LocalBackend
+    from specformer.properties.blocks import decoder
+
+    prop = getattr(decoder, qualname.split(".", 1)[1])
+    case = decoder.small_spread_case()
+    kwargs: list[dict[str, object]] = {
+        ORDER: [dict(norm_first=nf, activation="relu") for nf in (False, True)],
+        FOLLOWS: [dict(norm_first=nf, seed=0) for nf in (False, True)],
+        DECODER_ONLY: [{}],
+    }[qualname]
+    for extra in kwargs:
+        ctx = Context(LocalBackend(EPS_FIXED), EPS_FIXED.name, "cpu", "float64")
+        with pytest.raises(AssertionError):
+            prop.hypothesis.inner_test(ctx, case=case, eps=decoder.VISIBLE_EPS, **extra)
+        ok = Context(LocalBackend(reference), "reference", "cpu", "float64")
+        prop.hypothesis.inner_test(ok, case=case, eps=decoder.VISIBLE_EPS, **extra)
+
+
+def test_the_explicit_example_tells_the_two_eps_apart() -> None:
+    """The example is sharp: the reference's outputs for eps = 0.1 and 1e-5 differ by far more than a tolerance."""
+    from specformer.properties.blocks import decoder
+    from specformer.reference.blocks.decoder_layer import decoder_layer
+
+    case = decoder.small_spread_case()
+    for norm_first in (False, True):
+        a, b = (decoder_layer(case.x, case.memory, case.weights, heads=case.heads, norm_first=norm_first, eps=e)
+                for e in (decoder.VISIBLE_EPS, decoder.EPS))
+        assert (a - b).abs().max() > 0.1, norm_first
+
+
+@pytest.mark.parametrize("qualname", [ORDER, SOURCES, FOLLOWS, DECODER_ONLY,
+                                      "decoder.a_decoder_position_does_not_see_later_target_tokens"])
+def test_the_reference_passes_with_drawn_eps(qualname: str) -> None:
+    from specformer.adapters.reference import implementation as reference
+
+    for dtype in ("float64", "float32"):
+        row = run_row(qualname, reference, dtype)
+        assert row.outcome == "pass", (dtype, row.message)
+
+
+def test_a_comparison_of_the_layer_with_itself_cannot_see_a_fixed_eps() -> None:
+    """Why the eps is checked against a written-out layer: the permutation check compares the layer with itself,
+    so a layer with an eps of its own passes it whatever eps is drawn."""
+    assert run_row(SOURCES, EPS_FIXED).outcome == "pass"

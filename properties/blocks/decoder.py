@@ -5,6 +5,10 @@ parts; the causality properties compare the implementation with itself (outputs 
 earlier positions must not move when later tokens change, a prefix alone must give the
 same outputs as inside the whole sequence), and the factorisation property sums the
 probabilities a small model built on the implementation's causal layers assigns.
+LayerNorm's ``eps`` is drawn (:func:`~.strategies.epsilons`) in every property of the decoder
+layer, and the properties that compare it with a written-out or another layer add an explicit
+example giving ``eps = 0.1`` to target tokens of small spread (:func:`small_spread_case`), so a
+decoder layer that ignores the ``eps`` it is given fails on every run.
 """
 
 from __future__ import annotations
@@ -13,12 +17,12 @@ import itertools
 import math
 
 import torch
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from specformer.context import Context
 from specformer.property import claim_property
-from specformer.protocol.blocks import ENCODER_KEYS
+from specformer.protocol.blocks import DECODER_KEYS, ENCODER_KEYS
 from specformer.reference.blocks.attention_sublayer import multi_head
 from specformer.reference.blocks.ffn import feed_forward
 from specformer.reference.blocks.layernorm import layer_norm
@@ -27,16 +31,20 @@ from specformer.reference.positions.sinusoidal import sinusoidal_encoding
 
 from . import strategies as sf
 
-EPS = 1e-5
+EPS = sf.DEFAULT_EPS
+#: ``eps`` of the explicit examples with target tokens of small spread (:func:`small_spread_case`).
+VISIBLE_EPS = 0.1
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
 activations = st.sampled_from(ACTIVATIONS)
 
 
-def decoder_layer_written_out(x, memory, w, heads, norm_first, activation="relu") -> torch.Tensor:
-    """Masked self-attention, cross-attention (queries from ``x``, keys and values from ``memory``), FFN."""
+def decoder_layer_written_out(x: torch.Tensor, memory: torch.Tensor, w: dict[str, torch.Tensor], heads: int,
+                              norm_first: bool, activation: str = "relu", eps: float = EPS) -> torch.Tensor:
+    """Masked self-attention, cross-attention (queries from ``x``, keys and values from ``memory``), FFN; every
+    LayerNorm with ``eps``."""
 
     def norm(h, i):
-        return layer_norm(h, w[f"gamma_{i}"], w[f"beta_{i}"], EPS)
+        return layer_norm(h, w[f"gamma_{i}"], w[f"beta_{i}"], eps)
 
     def sublayer(h, f, i):
         return h + f(norm(h, i)) if norm_first else norm(h + f(h), i)
@@ -46,37 +54,55 @@ def decoder_layer_written_out(x, memory, w, heads, norm_first, activation="relu"
     return sublayer(z, lambda h: feed_forward(h, w["w_1"], w["b_1"], w["w_2"], w["b_2"], activation), 3)
 
 
+def small_spread_case() -> sf.LayerCase:
+    """A decoder layer of ``d_model = 4``, two heads, whose target tokens spread by about 0.05 around different
+    means (biased variance about ``2 10^-3``), over a source of two tokens in ``[-2, 2]``. With ``eps = 0.1`` a
+    pre-norm ``LN_1`` scales the tokens by ``1/sqrt(0.102)``, with ``1e-5`` in its place by ``1/sqrt(0.002)``,
+    seven times as much; in a post-norm layer the self-attention sublayer's spread meets ``eps = 0.1`` in
+    ``LN_1``. The outputs for the two values of ``eps`` differ by 1.5 (pre-norm) and 0.2 (post-norm), far more
+    than any dtype's tolerance."""
+    g = torch.Generator().manual_seed(2026)
+    x = 0.2 * torch.rand(1, 3, 4, generator=g, dtype=torch.float64) + torch.tensor([[[-1.0], [0.5], [1.5]]],
+                                                                                      dtype=torch.float64)
+    memory = 4 * torch.rand(1, 2, 4, generator=g, dtype=torch.float64) - 2  # (1, 2, 4)
+    return sf.LayerCase(x, memory, sf.layer_weights(2027, 4, 8, DECODER_KEYS), 2)
+
+
 @claim_property("decoder.sublayer-order", needs=("decoder_layer",))
-@given(case=sf.layer_cases(decoder=True), norm_first=st.booleans(), activation=activations)
+@given(case=sf.layer_cases(decoder=True), norm_first=st.booleans(), activation=activations, eps=sf.epsilons())
+@example(case=small_spread_case(), norm_first=False, activation="relu", eps=VISIBLE_EPS)  # an eps of its own
+@example(case=small_spread_case(), norm_first=True, activation="relu", eps=VISIBLE_EPS)  # is caught either way
 def the_decoder_layer_is_masked_self_attention_cross_attention_then_the_network(
-        ctx: Context, case, norm_first, activation) -> None:
-    """``y = Add&Norm(x, SA_causal)``, ``z = Add&Norm(y, CA(., memory))``, ``out = Add&Norm(z, FFN)``."""
+        ctx: Context, case, norm_first, activation, eps) -> None:
+    """``y = Add&Norm(x, SA_causal)``, ``z = Add&Norm(y, CA(., memory))``, ``out = Add&Norm(z, FFN)``, every
+    norm with the ``eps`` given."""
     norm_first = sf.within(ctx, "norm_first", norm_first, (False, True))
     activation = sf.within(ctx, "activation", activation, ACTIVATIONS)
     out = ctx.decoder_layer(case.x, case.memory, case.weights, heads=case.heads, norm_first=norm_first,
-                            activation=activation, eps=EPS)
+                            activation=activation, eps=eps)
 
     def in_dtype(dtype: torch.dtype) -> torch.Tensor:
         w = {k: v.to(dtype) for k, v in case.weights.items()}
         return decoder_layer_written_out(case.x.to(dtype), case.memory.to(dtype), w, case.heads, norm_first,
-                                         activation)
+                                         activation, eps)
 
-    expected = decoder_layer_written_out(case.x, case.memory, case.weights, case.heads, norm_first, activation)
+    expected = decoder_layer_written_out(case.x, case.memory, case.weights, case.heads, norm_first, activation, eps)
     kind = "pre-norm" if norm_first else "post-norm"
-    ctx.assert_close(out, expected, f"{kind} decoder layer ({activation})", scale=16, same_dtype=in_dtype)
+    ctx.assert_close(out, expected, f"{kind} decoder layer ({activation}, eps = {eps:g})", scale=16,
+                     same_dtype=in_dtype)
 
 
 @claim_property("decoder.cross-attention-sources", needs=("decoder_layer",))
-@given(case=sf.layer_cases(decoder=True), norm_first=st.booleans(), data=st.data())
+@given(case=sf.layer_cases(decoder=True), norm_first=st.booleans(), data=st.data(), eps=sf.epsilons())
 def queries_come_from_the_target_keys_and_values_from_the_whole_source(ctx: Context, case, norm_first,
-                                                                      data) -> None:
+                                                                      data, eps) -> None:
     """Reordering the source tokens leaves the output unchanged (keys and values from the source, no mask on
     them, no positions added); the output has the target's length whatever the source's."""
     norm_first = sf.within(ctx, "norm_first", norm_first, (False, True))
     perm = data.draw(sf.permutations_of(case.memory.shape[1]), label="source order")
-    out = ctx.decoder_layer(case.x, case.memory, case.weights, heads=case.heads, norm_first=norm_first, eps=EPS)
+    out = ctx.decoder_layer(case.x, case.memory, case.weights, heads=case.heads, norm_first=norm_first, eps=eps)
     shuffled = ctx.decoder_layer(case.x, case.memory[:, perm], case.weights, heads=case.heads,
-                                 norm_first=norm_first, eps=EPS)
+                                 norm_first=norm_first, eps=eps)
     ctx.assert_close(shuffled, out, f"decoder output with the source tokens reordered by {perm.tolist()}", scale=16)
 
 
@@ -89,18 +115,21 @@ def _cross_attention_only(w: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]
 
 
 @claim_property("decoder.cross-attention-sources", needs=("decoder_layer",))
-@given(case=sf.layer_cases(decoder=True), norm_first=st.booleans(), seed=sf.seeds())
-def the_output_follows_the_encoder_memory_through_cross_attention(ctx: Context, case, norm_first, seed) -> None:
+@given(case=sf.layer_cases(decoder=True), norm_first=st.booleans(), seed=sf.seeds(), eps=sf.epsilons())
+@example(case=small_spread_case(), norm_first=True, seed=0, eps=VISIBLE_EPS)  # an eps of its own is caught
+def the_output_follows_the_encoder_memory_through_cross_attention(ctx: Context, case, norm_first, seed,
+                                                                  eps) -> None:
     """A second check of where keys and values come from: with self-attention and the network silenced, the
     layer's output for two different memories is the cross-attention written out with each memory (keys and
-    values projected from the memory, queries from the target); the outputs differ as the formula says."""
+    values projected from the memory, queries from the target, every norm with the ``eps`` given); the
+    outputs differ as the formula says."""
     norm_first = sf.within(ctx, "norm_first", norm_first, (False, True))
     w = _cross_attention_only(case.weights)
     g = torch.Generator().manual_seed(seed)
     other = 4 * torch.rand(case.memory.shape, generator=g, dtype=torch.float64) - 2  # (B, s, d_model)
     for label, memory in (("the memory", case.memory), ("another memory", other)):
-        out = ctx.decoder_layer(case.x, memory, w, heads=case.heads, norm_first=norm_first, eps=EPS)
-        expected = decoder_layer_written_out(case.x, memory, w, case.heads, norm_first)
+        out = ctx.decoder_layer(case.x, memory, w, heads=case.heads, norm_first=norm_first, eps=eps)
+        expected = decoder_layer_written_out(case.x, memory, w, case.heads, norm_first, eps=eps)
         ctx.assert_close(out, expected, f"decoder layer with only cross-attention acting, over {label}", scale=16)
 
 
@@ -112,14 +141,14 @@ def _later_tokens_changed(x: torch.Tensor, i: int, seed: int) -> torch.Tensor:
 
 
 @claim_property("decoder.causal", needs=("decoder_layer",))
-@given(case=sf.layer_cases(decoder=True, min_t=2), norm_first=st.booleans(), data=st.data())
-def a_decoder_position_does_not_see_later_target_tokens(ctx: Context, case, norm_first, data) -> None:
+@given(case=sf.layer_cases(decoder=True, min_t=2), norm_first=st.booleans(), data=st.data(), eps=sf.epsilons())
+def a_decoder_position_does_not_see_later_target_tokens(ctx: Context, case, norm_first, data, eps) -> None:
     """Changing the target tokens after position ``i`` leaves the outputs at positions ``<= i`` unchanged."""
     norm_first = sf.within(ctx, "norm_first", norm_first, (False, True))
     i = data.draw(st.integers(0, case.x.shape[1] - 2), label="position")
     changed = _later_tokens_changed(case.x, i, data.draw(sf.seeds(), label="new tokens"))
-    out = ctx.decoder_layer(case.x, case.memory, case.weights, heads=case.heads, norm_first=norm_first, eps=EPS)
-    out2 = ctx.decoder_layer(changed, case.memory, case.weights, heads=case.heads, norm_first=norm_first, eps=EPS)
+    out = ctx.decoder_layer(case.x, case.memory, case.weights, heads=case.heads, norm_first=norm_first, eps=eps)
+    out2 = ctx.decoder_layer(changed, case.memory, case.weights, heads=case.heads, norm_first=norm_first, eps=eps)
     ctx.assert_close(out2[:, :i + 1], out[:, :i + 1], f"decoder outputs at positions <= {i} after changing later "
                      "target tokens", scale=16)
 
@@ -138,15 +167,16 @@ def a_causal_layer_does_not_see_later_tokens(ctx: Context, case, norm_first, dat
 
 
 @claim_property("decoder.decoder-only", needs=("decoder_layer", "encoder_layer"))
-@given(case=sf.layer_cases(decoder=True))
-def a_decoder_layer_without_cross_attention_is_a_causal_encoder_layer(ctx: Context, case) -> None:
+@given(case=sf.layer_cases(decoder=True), eps=sf.epsilons())
+@example(case=small_spread_case(), eps=VISIBLE_EPS)  # a decoder layer with an eps of its own is caught
+def a_decoder_layer_without_cross_attention_is_a_causal_encoder_layer(ctx: Context, case, eps) -> None:
     """Pre-norm, cross-attention silenced (``W_O^c = 0, b_O^c = 0``): the decoder layer equals the causal encoder
-    layer whose second norm is the decoder's third."""
+    layer whose second norm is the decoder's third, both given the same ``eps``."""
     ctx.require("norm_first", True)
     w = dict(case.weights, wc_o=torch.zeros_like(case.weights["wc_o"]), bc_o=torch.zeros_like(case.weights["bc_o"]))
-    out = ctx.decoder_layer(case.x, case.memory, w, heads=case.heads, norm_first=True, eps=EPS)
+    out = ctx.decoder_layer(case.x, case.memory, w, heads=case.heads, norm_first=True, eps=eps)
     encoder_weights = {k: w[k] for k in ENCODER_KEYS} | {"gamma_2": w["gamma_3"], "beta_2": w["beta_3"]}
-    causal = ctx.encoder_layer(case.x, encoder_weights, heads=case.heads, norm_first=True, eps=EPS, causal=True)
+    causal = ctx.encoder_layer(case.x, encoder_weights, heads=case.heads, norm_first=True, eps=eps, causal=True)
     ctx.assert_close(out, causal, "decoder layer without cross-attention against the causal encoder layer",
                      scale=16)
 
