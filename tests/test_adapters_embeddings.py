@@ -151,7 +151,8 @@ def gensim():
 
 @needs_gensim
 def test_gensim_provides_ngrams_noise_cbow_and_fasttext_vectors(gensim) -> None:
-    assert provided_operations(gensim) == {"char_ngrams", "noise_distribution", "cbow_hidden", "fasttext_vector"}
+    assert provided_operations(gensim) == {"char_ngrams", "noise_distribution", "cbow_hidden", "fasttext_vector",
+                                           "train_skipgram", "train_fasttext"}
 
 
 @needs_gensim

@@ -32,7 +32,7 @@ def fasttext():
 
 @needs_fasttext
 def test_fasttext_provides_ngrams_and_word_vectors(fasttext) -> None:
-    assert provided_operations(fasttext) == {"char_ngrams", "fasttext_vector"}
+    assert provided_operations(fasttext) == {"char_ngrams", "fasttext_vector", "train_fasttext"}
 
 
 @needs_fasttext

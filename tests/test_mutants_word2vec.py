@@ -50,6 +50,11 @@ CBOW_CONTEXT = "word2vec.the_documents_cbow_context_comes_from_a_window"
 CBOW_CORRECTED = "word2vec.the_context_of_brown_is_two_words_or_four"
 SHIFTED_PMI = "word2vec.sgns_is_optimal_at_pmi_minus_log_k"
 RAW_COOCCURRENCE = "word2vec.sgns_factorises_the_co_occurrence_matrix_as_written"
+# the properties that need one operation where another property of the same claim needs two
+PAIRS = "word2vec.the_skipgram_pairs_are_each_word_with_every_neighbour_within_the_window"
+PAIRS_PER_POSITION = "word2vec.skipgram_pairs_each_position_with_up_to_2c_neighbours"
+CBOW_EXAMPLES = "word2vec.cbow_makes_one_example_per_position"
+SOFTMAX_FLOPS = "word2vec.the_implementations_full_softmax_costs_at_least_2_b_v_d_flops"
 
 
 def _wrapping_pairs(tokens, window):
@@ -200,6 +205,9 @@ CASES = [
     (DOWN_WEIGHTS, UNIGRAM),
     (CBOW_MEAN, SUM), (CBOW_MEAN, POSITION_WEIGHTED), (CBOW_MEAN, DISTINCT_MEAN),
     (CBOW_ORDER, POSITION_WEIGHTED),
+    (PAIRS, WRAPPING), (PAIRS, ONE_SIDED), (PAIRS, DYNAMIC),
+    (PAIRS_PER_POSITION, WRAPPING), (PAIRS_PER_POSITION, ONE_SIDED), (PAIRS_PER_POSITION, DYNAMIC),
+    (CBOW_EXAMPLES, CBOW_CENTRE), (CBOW_EXAMPLES, CBOW_ASYMMETRIC),
 ]
 
 
@@ -214,7 +222,7 @@ def test_the_reference_passes(dtype: str) -> None:
     from specformer.adapters.reference import implementation
 
     for qualname in (NOISE, DOWN_WEIGHTS, CBOW_MEAN, CBOW_ORDER, OBJECTIVE, EXAMPLES, SOFTMAX_OPERATION, NS_OPERATION,
-                     CBOW_CORRECTED):
+                     CBOW_CORRECTED, PAIRS, PAIRS_PER_POSITION, CBOW_EXAMPLES):
         row = run_row(qualname, implementation, dtype)
         assert row.outcome == "pass", (qualname, row.message)
 
@@ -335,7 +343,8 @@ def test_a_code_with_its_own_output_table_leaves_nothing_to_refute(monkeypatch) 
 def test_every_word2vec_property_is_covered(properties) -> None:
     covered = {q for q, _ in CASES} | {OBJECTIVE, SOFTMAX, COST, NS, NS_AS_WRITTEN, EXAMPLES, CBOW_CONTEXT,
                                        RAW_COOCCURRENCE, "word2vec.gensims_word2vec_takes_001s_arguments_as_the_code_says",
-                                       "word2vec.words_sharing_contexts_end_up_closest"}
+                                       "word2vec.words_sharing_contexts_end_up_closest",
+                                       SOFTMAX_FLOPS}  # caught in test_a_softmax_alone_gets_a_judged_cost_row
     mine = {q for q, p in properties.items() if p.module == "word2vec"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -371,7 +380,7 @@ def test_a_cbow_that_declares_it_keeps_the_centre_passes_the_count_and_is_spared
 def test_a_dynamic_window_declared_is_not_applicable_to_the_counting_properties() -> None:
     dynamic = Mutant("skipgram-dynamic-window-declared", skipgram_pairs=_dynamic_window_pairs)
     dynamic.capabilities = Capabilities(conventions={"skipgram_window": frozenset({"dynamic"})})
-    for qualname in (EXAMPLES, OBJECTIVE):
+    for qualname in (EXAMPLES, OBJECTIVE, PAIRS, PAIRS_PER_POSITION):
         row = run_row(qualname, dynamic)
         assert row.outcome == "not-applicable" and "skipgram_window" in row.message, row
 
@@ -408,3 +417,81 @@ def test_words_with_contexts_of_their_own_are_caught(monkeypatch) -> None:
     monkeypatch.setattr(word2vec, "shared_context_corpus", swapped)
     row = run_row(SIMILAR_CONTEXTS, None)
     assert row.outcome == "fail", row
+
+
+# -- a library with one operation gets judged rows -------------------------------------------------
+
+
+class OneOperation:
+    """An implementation that provides one word2vec operation and nothing else (no reference behind it)."""
+
+    def __init__(self, name: str, **methods: object) -> None:
+        self.name = name
+        for method, fn in methods.items():
+            setattr(self, method, fn)
+
+
+def _reference_pairs(tokens: list[int], window: int) -> list[tuple[int, int]]:
+    from specformer.reference.embeddings.word2vec import skipgram_pairs
+
+    return skipgram_pairs(tokens, window)
+
+
+def _reference_cbow(tokens: list[int], window: int) -> list[tuple[list[int], int]]:
+    from specformer.reference.embeddings.word2vec import cbow_examples
+
+    return cbow_examples(tokens, window)
+
+
+def _reference_softmax(centres: torch.Tensor, in_table: torch.Tensor, out_table: torch.Tensor) -> torch.Tensor:
+    from specformer.reference.embeddings.word2vec import skipgram_probabilities
+
+    return skipgram_probabilities(centres, in_table, out_table)
+
+
+def _shortlist_softmax(centres: torch.Tensor, in_table: torch.Tensor, out_table: torch.Tensor) -> torch.Tensor:
+    """Wrong: scores only a shortlist of the first 64 words, the rest get probability 0 (a cost that stops
+    growing with the vocabulary, and a wrong distribution)."""
+    short = in_table[centres] @ out_table[:64].T  # (B, min(V, 64))
+    p = torch.zeros(len(centres), out_table.shape[0], dtype=in_table.dtype)
+    p[:, :64] = torch.softmax(short, dim=-1)
+    return p
+
+
+PAIRS_ONLY = OneOperation("skipgram-pairs-only", skipgram_pairs=_reference_pairs)
+WRONG_PAIRS_ONLY = OneOperation("one-sided-skipgram-pairs-only", skipgram_pairs=_one_sided_pairs)
+CBOW_ONLY = OneOperation("cbow-examples-only", cbow_examples=_reference_cbow)
+WRONG_CBOW_ONLY = OneOperation("cbow-keeping-the-centre-only", cbow_examples=_cbow_with_centre)
+SOFTMAX_ONLY = OneOperation("skipgram-softmax-only", skipgram_softmax=_reference_softmax)
+SHORTLIST_ONLY = OneOperation("shortlist-softmax-only", skipgram_softmax=_shortlist_softmax)
+
+
+@pytest.mark.parametrize(("right", "wrong", "alone", "together"), [
+    (PAIRS_ONLY, WRONG_PAIRS_ONLY, (PAIRS, PAIRS_PER_POSITION), (OBJECTIVE, EXAMPLES)),
+    (CBOW_ONLY, WRONG_CBOW_ONLY, (CBOW_EXAMPLES,), (EXAMPLES,)),
+], ids=["skipgram_pairs", "cbow_examples"])
+def test_one_operation_gets_judged_rows(right: OneOperation, wrong: OneOperation, alone: tuple[str, ...],
+                                        together: tuple[str, ...]) -> None:
+    """An implementation of one operation: the properties that need two leave it not applicable, the ones that
+    need only its operation pass it when it is right and fail it when it is wrong."""
+    for qualname in together:
+        row = run_row(qualname, right)
+        assert row.outcome == "not-applicable", (qualname, row.outcome, row.message)
+    for qualname in alone:
+        row = run_row(qualname, right)
+        assert row.outcome == "pass" and row.examples_checked > 0, (qualname, row.outcome, row.message)
+        row = run_row(qualname, wrong)
+        assert row.outcome == "fail", (qualname, row.outcome, row.message)
+
+
+def test_a_softmax_alone_gets_a_judged_cost_row() -> None:
+    """The FLOP property of the two operations leaves a softmax-only library not applicable; the softmax's own
+    cost property passes the reference's softmax and fails a shortlist that stops growing with the vocabulary."""
+    from specformer.adapters.reference import implementation
+
+    assert run_row(SOFTMAX_COST, SOFTMAX_ONLY, "float32").outcome == "not-applicable"
+    row = run_row(SOFTMAX_FLOPS, SOFTMAX_ONLY, "float32")
+    assert row.outcome == "pass" and row.examples_checked > 0, row
+    row = run_row(SOFTMAX_FLOPS, SHORTLIST_ONLY, "float32", profile="mutants")
+    assert row.outcome == "fail" and "below 2 B V d" in row.message, row
+    assert run_row(SOFTMAX_FLOPS, implementation, "float32").outcome == "pass"

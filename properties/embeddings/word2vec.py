@@ -117,6 +117,28 @@ def the_skipgram_objective_averages_log_p_over_the_window_pairs(ctx: Context, ca
         assert named == [("brown", "fox"), ("brown", "quick")], f"pairs of 'brown': {named}"
 
 
+@claim_property("word2vec.skipgram-objective", needs=("skipgram_pairs",))
+@given(tokens=st.lists(st.integers(0, 5), min_size=1, max_size=12), window=st.integers(1, 3))
+@example(tokens=[0, 1, 2, 3, 4], window=1)
+def the_skipgram_pairs_are_each_word_with_every_neighbour_within_the_window(ctx: Context, tokens: list[int],
+                                                                             window: int) -> None:
+    """The terms of 000's objective without a softmax: the implementation's training pairs are every
+    ``(w_t, w_{t+j})`` with ``0 < |j| <= c`` inside the text, in any order, as written out here from the text
+    and the window (``2cT - c(c+1)`` of them when ``T > c``); in 002's sentence with window 1 the centre
+    "brown" has the pairs (brown, quick) and (brown, fox)."""
+    ctx.require("skipgram_window", "fixed")
+    training = ctx.skipgram_pairs(tokens, window)
+    expected = window_pairs(tokens, window)
+    assert sorted(training) == sorted(expected), (
+        f"window {window} over {tokens}: the pairs {first_difference(sorted(training), sorted(expected))}"
+    )
+    if len(tokens) > window:
+        assert len(training) == 2 * window * len(tokens) - window * (window + 1), "not 2cT - c(c+1) pairs"
+    if tokens == [0, 1, 2, 3, 4] and window == 1:
+        named = sorted((SENTENCE[c], SENTENCE[o]) for c, o in training if SENTENCE[c] == "brown")
+        assert named == [("brown", "fox"), ("brown", "quick")], f"pairs of 'brown': {named}"
+
+
 @claim_property("word2vec.softmax", needs=("skipgram_softmax",))
 @given(case=text_cases())
 @example(case=([0], 1, torch.tensor([[1.0], [0.0]], dtype=F64), torch.tensor([[2.0], [-1.0]], dtype=F64)))
@@ -223,6 +245,27 @@ def the_implementations_softmax_grows_with_the_vocabulary_and_negative_sampling_
         f"{10 * vocab}: it depends on the vocabulary"
     )
     assert costs[10 * vocab][1] < costs[10 * vocab][0], "negative sampling costs as much as the full softmax"
+
+
+@claim_property("word2vec.softmax-cost", needs=("skipgram_softmax",), dtypes=("float32",), max_examples=10)
+@given(vocab=st.integers(50, 120), dim=st.integers(1, 8), batch=st.integers(1, 3), seed=sf.seeds())
+def the_implementations_full_softmax_costs_at_least_2_b_v_d_flops(ctx: Context, vocab, dim, batch, seed) -> None:
+    """The full softmax alone: for ``B`` centre words the implementation's ``skipgram_softmax`` costs at least
+    ``2 B V d`` FLOPs (every score ``v'_w . v_I``) over ``V`` and over ``10 V`` words, so its cost grows at
+    least linearly with the vocabulary."""
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.randint(0, vocab, (batch,), generator=g)
+    costs = {}
+    for size in (vocab, 10 * vocab):
+        v, v_out = torch.randn(size, dim, generator=g, dtype=F64), torch.randn(size, dim, generator=g, dtype=F64)
+        costs[size] = _counted(ctx, lambda: ctx.skipgram_softmax(centres, v, v_out))
+    if costs[vocab] == 0:
+        raise NotApplicable(f"{ctx.impl_name}'s softmax runs in code FlopCounterMode cannot see: no FLOPs counted")
+    for size, full in costs.items():
+        assert full >= 2 * batch * size * dim, (
+            f"the softmax of {batch} centre words over {size} words of width {dim} costs {full} FLOPs, below "
+            f"2 B V d = {2 * batch * size * dim}"
+        )
 
 
 def _created(ctx: Context, call) -> int:
@@ -489,6 +532,48 @@ def skipgram_makes_about_2c_examples_per_word_and_cbow_one(ctx: Context, length,
         assert len(skipgram) == 2 * window * length - window * (window + 1), "not 2cT - c(c+1) pairs"
         ratio = len(skipgram) / len(cbow)
         assert math.isclose(ratio, 2 * window - window * (window + 1) / length), f"ratio {ratio} is not 2c - c(c+1)/T"
+
+
+@claim_property("word2vec.training-examples", needs=("skipgram_pairs",))
+@given(length=st.integers(2, 60), window=st.integers(1, 10))
+@example(length=5, window=1)
+def skipgram_pairs_each_position_with_up_to_2c_neighbours(ctx: Context, length: int, window: int) -> None:
+    """Skip-gram alone, on a text of ``T`` distinct words (so each pair names its positions): position ``t`` is
+    the centre of exactly ``min(c, t) + min(c, T - 1 - t)`` pairs, one per neighbour within ``c``, in all
+    ``2cT - c(c+1)`` when ``T > c``."""
+    ctx.require("skipgram_window", "fixed")
+    tokens = list(range(length))
+    skipgram = ctx.skipgram_pairs(tokens, window)
+    per_centre = [sum(1 for centre, _ in skipgram if centre == t) for t in range(length)]
+    expected = [min(window, t) + min(window, length - 1 - t) for t in range(length)]
+    assert per_centre == expected, (
+        f"pairs per centre position, window {window}, T = {length}: {first_difference(per_centre, expected)}"
+    )
+    assert sorted(skipgram) == sorted(window_pairs(tokens, window)), "the skip-gram pairs are not the window's"
+    if length > window:
+        assert len(skipgram) == 2 * window * length - window * (window + 1), "not 2cT - c(c+1) pairs"
+
+
+@claim_property("word2vec.training-examples", needs=("cbow_examples",))
+@given(length=st.integers(2, 60), window=st.integers(1, 10), data=st.data())
+@example(length=5, window=1, data=None)
+def cbow_makes_one_example_per_position(ctx: Context, length: int, window: int, data) -> None:
+    """CBOW alone: a text of ``T >= 2`` words (ids drawn with repeats) gives exactly ``T`` examples, one per
+    position, each the centre word with its neighbours within ``c`` (the centre left out, or kept where the
+    implementation declares ``cbow_context = with_centre``), as written out here from the text and the window."""
+    centre_kept = ctx.choices("cbow_context", ("without_centre", "with_centre"))
+    vocab = length if data is None else data.draw(st.integers(1, length), label="V")
+    tokens = list(range(length)) if data is None else data.draw(
+        st.lists(st.integers(0, vocab - 1), min_size=length, max_size=length), label="tokens")
+    cbow = ctx.cbow_examples(tokens, window)
+    assert len(cbow) == length, f"{len(cbow)} CBOW examples for {length} words"
+    got = sorted((sorted(context), centre) for context, centre in cbow)
+    wants = {how: sorted((sorted(context + ([centre] if how == "with_centre" else [])), centre)
+                         for context, centre in window_contexts(tokens, window)) for how in centre_kept}
+    assert got in wants.values(), (
+        f"CBOW examples against the window of {window} ({centre_kept[0]}): they "
+        f"{first_difference(got, wants[centre_kept[0]])}"
+    )
 
 
 #: 002's CBOW example: the context ["the", "quick", "fox"] around "brown" in "The quick brown fox jumps".

@@ -20,6 +20,15 @@ to a temporary folder and loads them with ``fasttext.load_model``:
   every n-gram of a word into a bucket). When two given n-grams of the word share a
   bucket, the next bucket count of :data:`BUCKET_CHOICES` is tried. The last two models
   are kept.
+* ``train_fasttext``: ``fasttext.train_unsupervised`` on the corpus written to a temporary
+  file (one sentence a line, words joined by spaces), with ``model="skipgram"``, ``dim``,
+  ``ws = window``, ``neg = negative``, ``epoch = epochs``, ``minn``, ``maxn``, ``seed`` (passed
+  by :func:`_train_unsupervised`: the bindings' own function refuses it), ``minCount = 1``, ``thread = 1`` (one thread: the same seed gives the same vectors),
+  ``t = 1`` (no subsampling: fastText keeps a word unless a uniform draw exceeds
+  ``sqrt(t / f) + t / f``, at least 2 for ``t = 1``), ``bucket = 20011`` (the default
+  2,000,000 rows cost seconds to allocate) and fastText's own learning rate (0.05, decaying
+  linearly); the queries' vectors are ``get_word_vector``. fastText's reader adds the
+  end-of-line token ``"</s>"`` to every line, so it is a word of the trained model.
 
 fastText works in float32: the tables are converted to it and the vector back to the
 dtype under test. The adapter declares the ``mean`` composition (fastText's
@@ -46,6 +55,8 @@ FASTTEXT_COMMUNITY_VERSION = "0.11.9"
 #: Bucket counts tried in turn until the given n-grams of a word fall in distinct buckets (primes).
 BUCKET_CHOICES = (20_011, 20_021, 20_023, 20_029, 20_047, 20_051, 20_063, 20_071)
 
+#: The n-gram buckets of the models ``train_fasttext`` trains (fastText's default is 2,000,000).
+TRAINING_BUCKETS = 20_011
 
 #: The one word of the model that answers ``char_ngrams``.
 PLACEHOLDER = "\u2603"
@@ -144,6 +155,46 @@ class FastTextBindings:
         model.set_matrices(matrix, np.zeros((nwords, dim), dtype=np.float32))
         vector = torch.from_numpy(np.array(model.get_word_vector(word), dtype=np.float32))
         return vector.to(dtype=ngram_table.dtype, device=ngram_table.device)
+
+    def train_fasttext(self, sentences: list[list[str]], queries: list[str], dim: int, window: int, negative: int,
+                       epochs: int, seed: int, min_n: int = 3, max_n: int = 6, *, device: str = "cpu") -> torch.Tensor:
+        """``train_unsupervised(model="skipgram", ...)`` on the corpus in a temporary file; each query's
+        ``get_word_vector``."""
+        import numpy as np
+
+        fasttext = _fasttext()
+        for sentence in sentences:
+            for word in sentence:
+                if not word or any(c.isspace() or c == "\0" for c in word):
+                    raise ValueError(f"fastText reads words separated by white space: {word!r} cannot be one")
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "corpus.txt")
+            with open(path, "w", encoding="utf-8") as corpus:
+                corpus.write("".join(" ".join(sentence) + "\n" for sentence in sentences))
+            model = _train_unsupervised(fasttext, input=path, model="skipgram", dim=dim, ws=window, neg=negative,
+                                        epoch=epochs, minn=min_n, maxn=max_n, seed=seed, minCount=1, thread=1,
+                                        t=1.0, bucket=TRAINING_BUCKETS, verbose=0)
+        vectors = np.stack([np.array(model.get_word_vector(word), dtype=np.float32) for word in queries])  # (Q, d)
+        return torch.from_numpy(vectors).to(device)
+
+
+def _train_unsupervised(fasttext: Any, **arguments: Any) -> Any:
+    """``fasttext.train_unsupervised(**arguments)``, with ``seed`` passed on.
+
+    The bindings' ``train_unsupervised`` (fasttext-community 0.11.9) refuses ``seed``, although
+    its defaults hold one and fastText's ``Args`` reads it: this is that function's body with
+    ``seed`` among the names it takes.
+    """
+    module = fasttext.FastText
+    names = ["input", "model", "lr", "dim", "ws", "epoch", "minCount", "minCountLabel", "minn", "maxn", "neg",
+             "wordNgrams", "loss", "bucket", "thread", "lrUpdateRate", "t", "label", "verbose", "pretrainedVectors",
+             "seed"]
+    args, manually_set = module.read_args((), arguments, names, module.unsupervised_default)
+    built = module._build_args(args, manually_set)
+    model = module._FastText(args=built)
+    module.fasttext.train(model.f, built)
+    model.set_args(model.f.getArgs())
+    return model
 
 
 implementation = FastTextBindings()

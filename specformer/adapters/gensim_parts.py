@@ -30,10 +30,22 @@
   a word, so one that is not given still counts, with a zero row; two given n-grams that
   share a bucket, or an n-gram without a bucket of its own in gensim's byte-level
   n-grams (non-ASCII text, ``min_n = 1``), make the example not applicable.
+* ``train_skipgram``: ``Word2Vec(sentences, vector_size=dim, window=window, sg=1, hs=0,
+  negative=negative, epochs=epochs, seed=seed, min_count=min_count, sample=0, workers=1,
+  hashfxn=crc32)``: gensim's own skip-gram with its defaults otherwise (learning rate 0.025
+  decaying linearly, a window shrunk at random per centre word, the 3/4-power noise table).
+  ``sample=0`` turns off the subsampling of frequent words (on a corpus of a few words every
+  word is frequent); one worker and a CRC-32 hash (gensim seeds each word's initial vector by
+  hashing the word with the seed; Python's ``hash`` of a string changes per process) make the
+  same seed give the same vectors. Returns ``wv.index_to_key`` and ``wv.vectors`` (float32).
+* ``train_fasttext``: ``FastText(sentences, ..., min_n=min_n, max_n=max_n)`` with the same
+  settings and 20,011 n-gram buckets (gensim's default of 2,000,000 costs seconds to
+  allocate); the queries' vectors are ``wv.get_vector`` (the ``mean`` composition; an unseen
+  word gets its hashed n-grams' mean).
 
 gensim is imported on first use; without it each operation raises an ``ImportError``
 that names the package. Inputs are float32 or float64 (numpy has no bfloat16); results
-come back in the input's dtype, on its device. This module does not train models.
+come back in the input's dtype, on its device; trained vectors in gensim's float32.
 """
 
 from __future__ import annotations
@@ -51,6 +63,8 @@ from specformer.protocol.base import NotApplicable
 GENSIM_VERSION = "4.4.0"
 #: Bucket counts of the n-gram table the ``fasttext_vector`` adapter builds, tried in turn (primes).
 FASTTEXT_BUCKETS = (100_003, 100_019, 100_043, 100_049, 100_057, 100_069, 100_103, 100_109)
+#: The n-gram buckets of the FastText models ``train_fasttext`` trains (a prime; gensim's default is 2,000,000).
+TRAINING_BUCKETS = 20_011
 #: Entries beyond this are outside the ``cbow_hidden`` domain (``exp`` of the hidden vector).
 CBOW_ENTRY_LIMIT = 40.0
 
@@ -156,6 +170,36 @@ class GensimParts:
             vectors.recalc_char_ngram_buckets()
             vectors.adjust_vectors()
         return torch.from_numpy(np.array(vectors.get_vector(word), dtype=dtype)).to(ngram_table.device)
+
+    def train_skipgram(self, sentences: list[list[str]], dim: int, window: int, negative: int, epochs: int,
+                       seed: int, min_count: int = 1, *, device: str = "cpu") -> tuple[list[str], torch.Tensor]:
+        """gensim's ``Word2Vec`` skip-gram with negative sampling, one worker, no subsampling, seeded."""
+        import numpy as np
+
+        word2vec = _gensim("models.word2vec")
+        model = word2vec.Word2Vec(sentences, vector_size=dim, window=window, sg=1, hs=0, negative=negative,
+                                  epochs=epochs, seed=seed, min_count=min_count, sample=0, workers=1, hashfxn=_crc32)
+        vectors = torch.from_numpy(np.array(model.wv.vectors, dtype=np.float32))  # (V, d)
+        return [str(w) for w in model.wv.index_to_key], vectors.to(device)
+
+    def train_fasttext(self, sentences: list[list[str]], queries: list[str], dim: int, window: int, negative: int,
+                       epochs: int, seed: int, min_n: int = 3, max_n: int = 6, *, device: str = "cpu") -> torch.Tensor:
+        """gensim's ``FastText`` skip-gram with negative sampling; ``wv.get_vector`` of each query."""
+        import numpy as np
+
+        fasttext = _gensim("models.fasttext")
+        model = fasttext.FastText(sentences, vector_size=dim, window=window, sg=1, hs=0, negative=negative,
+                                  epochs=epochs, seed=seed, min_count=1, sample=0, workers=1, hashfxn=_crc32,
+                                  min_n=min_n, max_n=max_n, bucket=TRAINING_BUCKETS)
+        vectors = np.stack([np.array(model.wv.get_vector(word), dtype=np.float32) for word in queries])  # (Q, d)
+        return torch.from_numpy(vectors).to(device)
+
+
+def _crc32(text: str) -> int:
+    """A hash of ``text`` that is the same in every process (gensim seeds each word's vector with it)."""
+    import zlib
+
+    return zlib.crc32(text.encode("utf-8"))
 
 
 implementation = GensimParts()

@@ -317,6 +317,25 @@ class ReferenceImplementation:
                            word_index={w: i for i, w in enumerate(words)}, word_table=word_table,
                            min_n=min_n, max_n=max_n, combine="mean")
 
+    def train_skipgram(self, sentences: list[list[str]], dim: int, window: int, negative: int, epochs: int,
+                       seed: int, min_count: int = 1, *, device: str = "cpu") -> tuple[list[str], torch.Tensor]:
+        """:func:`specformer.reference.embeddings.word2vec.train_word2vec` (skip-gram, negative sampling, float32)."""
+        from specformer.reference.embeddings.word2vec import train_word2vec
+
+        model = train_word2vec(sentences, architecture="skipgram", loss="negative", dim=dim, window=window,
+                               negative=negative, epochs=epochs, min_count=min_count, seed=seed, dtype=torch.float32)
+        return list(model.vocab.words), model.input_vectors.to(device)
+
+    def train_fasttext(self, sentences: list[list[str]], queries: list[str], dim: int, window: int, negative: int,
+                       epochs: int, seed: int, min_n: int = 3, max_n: int = 6, *, device: str = "cpu") -> torch.Tensor:
+        """:func:`specformer.reference.embeddings.fasttext_training.train_fasttext`, then each query's mean of
+        its own row (if known) and its trained n-grams' rows."""
+        from specformer.reference.embeddings.fasttext_training import train_fasttext
+
+        model = train_fasttext(sentences, dim=dim, window=window, negative=negative, epochs=epochs, min_n=min_n,
+                               max_n=max_n, seed=seed)
+        return torch.stack([model.vector(word) for word in queries]).to(device)  # (Q, d)
+
     def token_vectors(self, text: str, layer: int = -1) -> tuple[list[str], torch.Tensor]:
         """:func:`specformer.reference.embeddings.contextual.token_vectors` (float64, on the CPU)."""
         from specformer.reference.embeddings.contextual import token_vectors

@@ -154,6 +154,45 @@ class EmbeddingCalls(_Base):
                            names=("word", "words", "word_table", "ngrams", "ngram_table", "min_n", "max_n"))
         return self._returned("fasttext_vector", result, (ngram_table.shape[1],), f"the vector of {word!r:.60}")
 
+    def train_skipgram(self, sentences: list[list[str]], dim: int, window: int, negative: int, epochs: int,
+                       seed: int, min_count: int = 1) -> tuple[list[str], torch.Tensor]:
+        """The implementation's trained vocabulary and input vectors ``(V, dim)`` (its own floating dtype, on the
+        device under test), as float64; the vocabulary must be distinct strings."""
+        from specformer.checked.tokenization import _items
+        from specformer.runner.wire import describe
+
+        result = self.call("train_skipgram", [list(s) for s in sentences], dim, window, negative, epochs, seed,
+                           min_count, names=("sentences", "dim", "window", "negative", "epochs", "seed", "min_count"),
+                           device=str(self.device))
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise ImplementationError(f"train_skipgram returned {describe(result)}, expected (words, vectors)")
+        words = _items("train_skipgram", result[0], str, "the trained vocabulary")
+        if len(set(words)) != len(words):
+            raise ImplementationError("train_skipgram returned a vocabulary that lists a word twice")
+        vectors = self._trained("train_skipgram", result[1], (len(words), dim), "the trained vectors")
+        return words, vectors
+
+    def train_fasttext(self, sentences: list[list[str]], queries: list[str], dim: int, window: int, negative: int,
+                       epochs: int, seed: int, min_n: int = 3, max_n: int = 6) -> torch.Tensor:
+        """The implementation's trained vectors of ``queries`` ``(len(queries), dim)``, as float64."""
+        result = self.call("train_fasttext", [list(s) for s in sentences], list(queries), dim, window, negative,
+                           epochs, seed, min_n, max_n, device=str(self.device),
+                           names=("sentences", "queries", "dim", "window", "negative", "epochs", "seed", "min_n",
+                                  "max_n"))
+        return self._trained("train_fasttext", result, (len(queries), dim), "the vectors of the queried words")
+
+    def _trained(self, op: str, value: object, shape: tuple[int, int], what: str) -> torch.Tensor:
+        """A trained ``shape`` tensor in any floating dtype, on the device under test, finite; as float64."""
+        vectors = _own_vectors(op, value, shape[0], what)
+        if tuple(vectors.shape) != shape:
+            raise ImplementationError(f"{op} returned {what} of shape {tuple(vectors.shape)}, expected {shape}")
+        if value.device.split(":")[0] != self.device.type:  # type: ignore[attr-defined]
+            raise ImplementationError(f"{op} returned {what} on {value.device}, "  # type: ignore[attr-defined]
+                                      f"expected {self.device.type}")
+        if not bool(torch.isfinite(vectors).all()):
+            raise ImplementationError(f"{op} returned {what} with NaN or infinite entries")
+        return vectors
+
     def token_vectors(self, text: str, layer: int = -1) -> tuple[list[str], torch.Tensor]:
         """The implementation's tokens of ``text`` and their vectors after ``layer``, as float64."""
         from specformer.checked.tokenization import _items

@@ -57,6 +57,22 @@ contextual model (``token_vectors``), which keep the model's own floating dtype.
   occurrence; only n-grams of ``min_n`` to ``max_n`` characters are used), shape ``(d,)``. The composition is a convention: ``sum`` (Bojanowski et al.),
   ``mean`` of the word's vector and its n-gram vectors (fastText's and gensim's), or
   ``word_plus_mean`` (the word's vector plus the mean of its n-gram vectors);
+* ``train_skipgram(sentences, dim, window, negative, epochs, seed, min_count=1, device=...)``:
+  word2vec's skip-gram with negative sampling trained on ``sentences`` (``list[list[str]]``)
+  with vectors of ``dim`` entries, a context ``window``, ``negative`` noise words per pair,
+  ``epochs`` passes, no subsampling of frequent words and one thread, drawn from ``seed``
+  (the same seed gives the same vectors); returns the vocabulary (the words seen at least
+  ``min_count`` times, ``list[str]``) and their input vectors ``(V, dim)`` on ``device``, in
+  the implementation's own floating dtype (training precision is its choice); the learning
+  rate and its schedule are the implementation's own;
+* ``train_fasttext(sentences, queries, dim, window, negative, epochs, seed, min_n=3, max_n=6,
+  device=...)``: FastText's skip-gram with negative sampling (the input vector of a word is
+  composed from its own row and its character n-grams of ``min_n`` to ``max_n`` characters),
+  trained as ``train_skipgram`` with ``min_count`` 1; returns the vectors of the words
+  ``queries`` (``list[str]``, seen in the corpus or not) as the trained model composes them,
+  ``(len(queries), dim)`` on ``device``, in its own floating dtype. The queries come with the
+  corpus because a call keeps no model between calls, and because fastText and gensim hash
+  n-grams into buckets, so no finite n-gram table holds every word's n-grams;
 * ``token_vectors(text, layer=-1)``: a contextual model the implementation holds, run on
   one text: its tokens (``list[str]``, special tokens included as the model sees them) and
   their vectors ``(len(tokens), d)`` after layer ``layer`` (``0``: the input embeddings,
@@ -83,7 +99,8 @@ from specformer.protocol.base import Family, Operation
 from specformer.protocol.capabilities import Convention
 
 __all__ = ["CONVENTIONS", "ContextualImplementation", "EmbeddingImplementation", "FAMILY", "TableImplementation",
-           "WordVectorPartsImplementation", "WordVectorTrainingImplementation"]
+           "WordVectorPartsImplementation", "WordVectorTrainerImplementation",
+           "WordVectorTrainingImplementation"]
 
 
 class EmbeddingImplementation(Protocol):
@@ -162,6 +179,25 @@ class WordVectorTrainingImplementation(Protocol):
     def fasttext_vector(self, word: str, words: list[str], word_table: torch.Tensor, ngrams: list[str],
                         ngram_table: torch.Tensor, min_n: int = 3, max_n: int = 6) -> torch.Tensor:
         """The composed vector ``(d,)`` of ``word`` (its own row if known, and its n-grams' rows)."""
+        ...
+
+
+class WordVectorTrainerImplementation(Protocol):
+    """Static word vectors trained on the caller's corpus: word2vec's and FastText's skip-gram with negative sampling."""
+
+    name: str
+
+    def train_skipgram(self, sentences: list[list[str]], dim: int, window: int, negative: int, epochs: int,
+                       seed: int, min_count: int = 1, *, device: str = "cpu") -> tuple[list[str], torch.Tensor]:
+        """Train skip-gram with ``negative`` noise words per pair on ``sentences``, drawn from ``seed``; returns
+        the vocabulary (words seen ``min_count`` times or more) and their input vectors ``(V, dim)`` on ``device``."""
+        ...
+
+    def train_fasttext(self, sentences: list[list[str]], queries: list[str], dim: int, window: int, negative: int,
+                       epochs: int, seed: int, min_n: int = 3, max_n: int = 6, *,
+                       device: str = "cpu") -> torch.Tensor:
+        """Train FastText's skip-gram (words and their ``min_n``..``max_n`` n-grams) on ``sentences``; returns
+        the trained model's vectors of ``queries`` (seen or unseen words), ``(len(queries), dim)`` on ``device``."""
         ...
 
 
@@ -257,5 +293,7 @@ FAMILY = Family("embeddings", (
     Operation("glove_cooccurrence", WordVectorTrainingImplementation),
     Operation("glove_loss", WordVectorTrainingImplementation),
     Operation("fasttext_vector", WordVectorTrainingImplementation),
+    Operation("train_skipgram", WordVectorTrainerImplementation),
+    Operation("train_fasttext", WordVectorTrainerImplementation),
     Operation("token_vectors", ContextualImplementation),
 ), CONVENTIONS)
