@@ -65,8 +65,8 @@ contextual model (``token_vectors``), which keep the model's own floating dtype.
   ``min_count`` times, ``list[str]``) and their input vectors ``(V, dim)`` on ``device``, in
   the implementation's own floating dtype (training precision is its choice); the learning
   rate and its schedule are the implementation's own;
-* ``train_fasttext(sentences, queries, dim, window, negative, epochs, seed, min_n=3, max_n=6,
-  device=...)``: FastText's skip-gram with negative sampling (the input vector of a word is
+* ``train_fasttext(sentences, queries, dim, window, negative, epochs, seed, ...)`` (also
+  ``min_n=3``, ``max_n=6``, ``device=...``): FastText's skip-gram with negative sampling (the input vector of a word is
   composed from its own row and its character n-grams of ``min_n`` to ``max_n`` characters),
   trained as ``train_skipgram`` with ``min_count`` 1; returns the vectors of the words
   ``queries`` (``list[str]``, seen in the corpus or not) as the trained model composes them,
