@@ -502,6 +502,19 @@ def window_contexts(tokens: list[int], window: int) -> list[tuple[list[int], int
             for t in range(len(tokens)) if len(tokens) > 1]
 
 
+def assert_cbow_examples_are_the_windows(cbow: list, tokens: list[int], window: int,
+                                         centre_kept: tuple[str, ...]) -> None:
+    """``cbow``, as sorted (context, centre) pairs, is the text's window contexts under one of the ``cbow_context``
+    conventions in ``centre_kept`` (the first names the expected one in the message)."""
+    got = sorted((sorted(context), centre) for context, centre in cbow)
+    wants = {how: sorted((sorted(context + ([centre] if how == "with_centre" else [])), centre)
+                         for context, centre in window_contexts(tokens, window)) for how in centre_kept}
+    assert got in wants.values(), (
+        f"CBOW examples against the window of {window} ({centre_kept[0]}): they "
+        f"{first_difference(got, wants[centre_kept[0]])}"
+    )
+
+
 @claim_property("word2vec.training-examples", needs=("skipgram_pairs", "cbow_examples"))
 @given(length=st.integers(2, 60), window=st.integers(1, 10), data=st.data())
 @example(length=5, window=1, data=None)
@@ -521,13 +534,7 @@ def skipgram_makes_about_2c_examples_per_word_and_cbow_one(ctx: Context, length,
     assert len(cbow) == length, f"{len(cbow)} CBOW examples for {length} words"
     assert len(skipgram) == expected, f"{len(skipgram)} skip-gram pairs, expected {expected}"
     assert sorted(skipgram) == sorted(window_pairs(tokens, window)), "the skip-gram pairs are not the window's"
-    got = sorted((sorted(context), centre) for context, centre in cbow)
-    wants = {how: sorted((sorted(context + ([centre] if how == "with_centre" else [])), centre)
-                         for context, centre in window_contexts(tokens, window)) for how in centre_kept}
-    assert got in wants.values(), (
-        f"CBOW examples against the window of {window} ({centre_kept[0]}): they "
-        f"{first_difference(got, wants[centre_kept[0]])}"
-    )
+    assert_cbow_examples_are_the_windows(cbow, tokens, window, centre_kept)
     if length > window:
         assert len(skipgram) == 2 * window * length - window * (window + 1), "not 2cT - c(c+1) pairs"
         ratio = len(skipgram) / len(cbow)
@@ -567,13 +574,7 @@ def cbow_makes_one_example_per_position(ctx: Context, length: int, window: int, 
         st.lists(st.integers(0, vocab - 1), min_size=length, max_size=length), label="tokens")
     cbow = ctx.cbow_examples(tokens, window)
     assert len(cbow) == length, f"{len(cbow)} CBOW examples for {length} words"
-    got = sorted((sorted(context), centre) for context, centre in cbow)
-    wants = {how: sorted((sorted(context + ([centre] if how == "with_centre" else [])), centre)
-                         for context, centre in window_contexts(tokens, window)) for how in centre_kept}
-    assert got in wants.values(), (
-        f"CBOW examples against the window of {window} ({centre_kept[0]}): they "
-        f"{first_difference(got, wants[centre_kept[0]])}"
-    )
+    assert_cbow_examples_are_the_windows(cbow, tokens, window, centre_kept)
 
 
 #: 002's CBOW example: the context ["the", "quick", "fox"] around "brown" in "The quick brown fox jumps".

@@ -29,7 +29,7 @@ import torch
 
 from .fasttext import char_ngrams
 from .word2vec import (Vocabulary, build_vocab, cbow_context_mean, negative_sampling_loss, noise_distribution,
-                       sample_negatives, skipgram_pairs)
+                       sample_negatives, sgd_step, skipgram_pairs)
 
 __all__ = ["FastTextModel", "train_fasttext"]
 
@@ -122,10 +122,6 @@ def train_fasttext(sentences: Sequence[Sequence[str]], *, dim: int = 16, window:
             noise_ids = sample_negatives(noise, (len(batch), negative), generator)  # (b, k)
             keep = noise_ids != contexts[:, None]  # (b, k): skip a negative equal to the positive word
             step_loss = negative_sampling_loss(hidden, output_table[contexts], output_table[noise_ids], keep).sum()
-            in_grad, out_grad = torch.autograd.grad(step_loss, (input_table, output_table))
-            with torch.no_grad():
-                input_table -= lr * in_grad
-                output_table -= lr * out_grad
-            total += float(step_loss.detach())
+            total += sgd_step(step_loss, (input_table, output_table), lr)
         losses.append(total / len(pairs))
     return FastTextModel(vocab, ngram_index, input_table.detach(), output_table.detach(), min_n, max_n, losses)

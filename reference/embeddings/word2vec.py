@@ -56,6 +56,7 @@ __all__ = [
     "negative_sampling_loss_as_002_codes",
     "noise_distribution",
     "sample_negatives",
+    "sgd_step",
     "skipgram_pairs",
     "skipgram_softmax_loss",
     "softmax_loss",
@@ -381,6 +382,16 @@ def _examples(encoded: list[list[int]], architecture: str, window: int,
     return inputs.to(device), mask.to(device), targets.to(device)
 
 
+def sgd_step(loss: torch.Tensor, tables: tuple[torch.Tensor, ...], lr: float) -> float:
+    """One step of plain gradient descent on ``tables`` (leaf tensors that require gradients) for
+    ``loss``, in place; returns the loss's value."""
+    grads = torch.autograd.grad(loss, tables)
+    with torch.no_grad():
+        for table, grad in zip(tables, grads):
+            table -= lr * grad
+    return float(loss.detach())
+
+
 def train_word2vec(sentences: Sequence[Sequence[str]], *, architecture: str = "skipgram", loss: str = "negative",
                    dim: int = 16, window: int = 2, negative: int = 5, epochs: int = 20, lr: float = 0.1,
                    batch_size: int = 16, min_count: int = 1, exponent: float = 0.75, seed: int = 0,
@@ -430,11 +441,6 @@ def train_word2vec(sentences: Sequence[Sequence[str]], *, architecture: str = "s
                 noise_ids = sample_negatives(noise, (len(batch), negative), generator).to(device)  # (b, k)
                 keep = noise_ids != targets[batch][:, None]  # (b, k): skip a negative equal to the positive word
                 per_example = negative_sampling_loss(hidden, out_table[targets[batch]], out_table[noise_ids], keep)
-            step_loss = per_example.sum()
-            in_grad, out_grad = torch.autograd.grad(step_loss, (in_table, out_table))
-            with torch.no_grad():
-                in_table -= lr * in_grad
-                out_table -= lr * out_grad
-            total += float(step_loss.detach())
+            total += sgd_step(per_example.sum(), (in_table, out_table), lr)
         losses.append(total / len(targets))
     return Word2VecModel(vocab, in_table.detach(), out_table.detach(), losses)
