@@ -1,6 +1,7 @@
 """Every property of ``properties/embeddings/training.py`` passes the reference's trainers and catches a
 trainer that learns nothing from the contexts, one with no context window, one whose negative-sampling sign
-is flipped, and FastText trainers that give unseen words no n-gram vector."""
+is flipped, one whose words and rows are misaligned, and FastText trainers that give unseen words no n-gram
+vector."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from specformer.reference.embeddings import fasttext_training, word2vec
 
 SIMILAR = "training.words_trained_in_the_same_contexts_end_closer_than_words_of_other_contexts"
 UNSEEN = "training.an_unseen_word_trains_closer_to_the_words_whose_ngrams_it_shares"
+ANALOGY = "training.analogies_emerge_when_the_implementation_trains_on_a_grid_of_contexts"
 
 
 def _vocabulary(sentences: list[list[str]]) -> list[str]:
@@ -34,6 +36,12 @@ def _no_window_skipgram(sentences, dim, window, negative, epochs, seed, min_coun
     words = _vocabulary(sentences)
     generator = torch.Generator().manual_seed(seed)
     return words, ((torch.rand(len(words), dim, generator=generator) - 0.5) / dim).to(device)
+
+
+def _misaligned_skipgram(sentences, dim, window, negative, epochs, seed, min_count=1, *, device="cpu"):
+    """Wrong: trained correctly, but the words listed in sorted order while the rows keep the frequency order."""
+    words, vectors = reference.train_skipgram(sentences, dim, window, negative, epochs, seed, min_count)
+    return sorted(words), vectors.to(device)
 
 
 def _flipped_loss(hidden, positive, negatives, negative_mask=None):
@@ -76,13 +84,14 @@ def _fasttext_unseen_ignores_ngrams(sentences, queries, dim, window, negative, e
 RANDOM = Mutant("skipgram-ignores-contexts", train_skipgram=_random_skipgram)
 NO_WINDOW = Mutant("skipgram-window-0", train_skipgram=_no_window_skipgram)
 FLIPPED = Mutant("skipgram-negative-sign-flipped", train_skipgram=_flipped_skipgram)
+MISALIGNED = Mutant("skipgram-words-misaligned", train_skipgram=_misaligned_skipgram)
 FT_FLIPPED = Mutant("fasttext-negative-sign-flipped", train_fasttext=_flipped_fasttext)
 FT_NO_NGRAMS = Mutant("fasttext-without-ngrams", train_fasttext=_fasttext_without_ngrams)
 FT_UNSEEN = Mutant("fasttext-unseen-ignores-ngrams", train_fasttext=_fasttext_unseen_ignores_ngrams)
 
 
 def test_the_reference_trainers_pass() -> None:
-    for qualname in (SIMILAR, UNSEEN):
+    for qualname in (SIMILAR, UNSEEN, ANALOGY):
         row = run_row(qualname, reference, "float32", profile="mutants")
         assert row.outcome == "pass", (qualname, row.outcome, row.message)
 
@@ -98,6 +107,12 @@ def test_a_trainer_without_a_window_is_caught() -> None:
 def test_a_trainer_with_the_negative_sign_flipped_is_caught() -> None:
     assert_caught(SIMILAR, FLIPPED, "float32")
     assert_caught(UNSEEN, FT_FLIPPED, "float32")
+
+
+def test_a_trainer_without_analogies_is_caught() -> None:
+    for mutant in (RANDOM, NO_WINDOW, FLIPPED, MISALIGNED):
+        row = assert_caught(ANALOGY, mutant, "float32")
+        assert "::" in row.message, row.message
 
 
 def test_fasttext_without_ngrams_for_unseen_words_is_caught() -> None:
@@ -116,6 +131,21 @@ def test_the_corpus_keeps_the_groups_apart() -> None:
     assert training.group_corpus(7) == corpus and training.group_corpus(8) != corpus
 
 
+def test_the_grid_corpus_gives_each_word_its_row_and_column_contexts() -> None:
+    corpus = training.grid_corpus(11)
+    where = {w: rc for rc, w in corpus.words.items()}
+    assert len(where) == training.ROWS * training.COLUMNS
+    seen: dict[str, set[str]] = {}
+    for sentence in corpus.sentences:
+        assert len(sentence) == 3 and sentence[1] in where
+        seen.setdefault(sentence[1], set()).update((sentence[0], sentence[2]))
+    for (r, c), word in corpus.words.items():
+        same_row = {x for (r2, _), w in corpus.words.items() if r2 == r for x in seen[w]}
+        same_column = {x for (_, c2), w in corpus.words.items() if c2 == c for x in seen[w]}
+        assert seen[word] == (same_row & same_column), word  # its contexts: its row's and its column's, no other
+    assert training.grid_corpus(11) == corpus and training.grid_corpus(12) != corpus
+
+
 def test_every_training_property_is_covered(properties) -> None:
     mine = {q for q, p in properties.items() if p.module == "training"}
-    assert mine == {SIMILAR, UNSEEN}, sorted(mine)
+    assert mine == {SIMILAR, UNSEEN, ANALOGY}, sorted(mine)

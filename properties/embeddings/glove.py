@@ -57,27 +57,48 @@ def the_glove_weight_is_min_of_one_and_x_over_x_max_to_the_alpha(ctx: Context, x
 
 
 @st.composite
-def count_ladders(draw: st.DrawFn) -> torch.Tensor:
-    """Distinct whole counts from 0 to 1000 in increasing order (at least two), ``x_max = 100`` among them often."""
-    values = draw(st.sets(st.one_of(st.integers(0, 1000), st.sampled_from([0, 1, 99, 100, 101, 1000])),
-                          min_size=2, max_size=8))
+def weightings(draw: st.DrawFn) -> tuple[float, float]:
+    """``(x_max, alpha)``: the paper's ``(100, 3/4)`` and others, so that constants written into a loss show."""
+    return (draw(st.sampled_from([100.0, 10.0, 1.0, 30.0, 1e4]), label="x_max"),
+            draw(st.sampled_from([0.75, 0.5, 1.0, 0.25]), label="alpha"))
+
+
+@st.composite
+def count_ladders(draw: st.DrawFn, x_max: float = sf.X_MAX) -> torch.Tensor:
+    """Distinct whole counts from 0 to ``10 x_max`` in increasing order (at least two), ``x_max`` and its
+    neighbours among them often."""
+    top = int(10 * x_max)
+    near = sorted({0, 1, int(x_max) - 1, int(x_max), int(x_max) + 1, top})
+    values = draw(st.sets(st.one_of(st.integers(0, top), st.sampled_from(near)), min_size=2, max_size=8))
     return torch.tensor(sorted(values), dtype=F64)
 
 
+@st.composite
+def weighted_ladders(draw: st.DrawFn) -> tuple[torch.Tensor, float, float]:
+    """A :func:`count_ladders` ladder around a drawn ``x_max``, and ``(x_max, alpha)`` from :func:`weightings`."""
+    x_max, alpha = draw(weightings())
+    return draw(count_ladders(x_max), label="counts"), x_max, alpha
+
+
 @claim_property("glove.frequent-pairs", needs=NEEDS)
-@given(x=count_ladders())
-@example(x=torch.tensor([0.0, 1.0, 99.0, 100.0, 101.0, 1000.0], dtype=F64))
-def the_weight_grows_with_the_count_up_to_x_max_and_then_stays_one(ctx: Context, x) -> None:
-    """Corrected: ``f`` increases strictly from ``f(0) = 0`` up to ``f(x_max) = 1`` and stays 1 above: a pair
-    seen 1000 times weighs no more than one seen 100 times."""
-    weights = ctx.glove_weight(x)
-    below = x <= sf.X_MAX
-    w, expected = weights[below], weight_formula(x[below])
+@given(case=weighted_ladders())
+@example(case=(torch.tensor([0.0, 1.0, 99.0, 100.0, 101.0, 1000.0], dtype=F64), 100.0, 0.75))
+@example(case=(torch.tensor([0.0, 5.0, 9.0, 10.0, 11.0, 100.0], dtype=F64), 10.0, 0.5))
+def the_weight_grows_with_the_count_up_to_x_max_and_then_stays_one(ctx: Context, case) -> None:
+    """Corrected: ``f`` increases strictly from ``f(0) = 0`` up to ``f(x_max) = 1`` and stays 1 above, for the
+    ``x_max`` and ``alpha`` passed: with the paper's 100, a pair seen 1000 times weighs no more than one seen
+    100 times."""
+    x, x_max, alpha = case
+    weights = ctx.glove_weight(x, x_max=x_max, alpha=alpha)
+    below = x <= x_max
+    w, expected = weights[below], weight_formula(x[below], x_max, alpha)
     apart = expected[1:] - expected[:-1] > 10 * ctx.tol.atol  # steps the dtype under test can resolve
     assert bool((w[1:] > w[:-1])[apart].all()) and bool((w[1:] >= w[:-1] - ctx.tol.atol).all()), (
-        f"f is not increasing on [0, x_max]: {dict(zip(x[below].tolist(), w.tolist()))}"
+        f"f with x_max = {x_max:g}, alpha = {alpha:g} is not increasing on [0, x_max]: "
+        f"{dict(zip(x[below].tolist(), w.tolist()))}"
     )
-    ctx.assert_close(weights[x >= sf.X_MAX], torch.ones(int((x >= sf.X_MAX).sum()), dtype=F64), "f(x) for x >= x_max")
+    ctx.assert_close(weights[x >= x_max], torch.ones(int((x >= x_max).sum()), dtype=F64),
+                     f"f(x) for x >= x_max = {x_max:g} (alpha = {alpha:g})")
     if x[0] == 0:
         ctx.assert_close(weights[:1], torch.zeros(1, dtype=F64), "f(0)")
 
@@ -149,13 +170,6 @@ def assert_loss_up_to_the_declared_factor(ctx: Context, actual: torch.Tensor, ob
         except AssertionError as exc:
             failures.append(str(exc))
     raise AssertionError("; ".join(failures))
-
-
-@st.composite
-def weightings(draw: st.DrawFn) -> tuple[float, float]:
-    """``(x_max, alpha)``: the paper's ``(100, 3/4)`` and others, so that constants written into a loss show."""
-    return (draw(st.sampled_from([100.0, 10.0, 1.0, 30.0, 1e4]), label="x_max"),
-            draw(st.sampled_from([0.75, 0.5, 1.0, 0.25]), label="alpha"))
 
 
 @claim_property("glove.objective", needs=("glove_loss",))
