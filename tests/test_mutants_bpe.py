@@ -6,7 +6,9 @@ breaks ties the other way or stops early; the encoder applies merges by their fr
 in the word, in one pass, by greedy longest match, right to left, or starting from
 characters; the decoder drops what is not UTF-8 or normalises. The mutants of the trained
 text tokenizers (``tokenize_text`` kinds ``"bpe"`` and ``"byte-bpe"``) change one kind of
-:mod:`specformer.reference.tokenization.text` (:data:`TEXT_METHODS`).
+:mod:`specformer.reference.tokenization.text` (:data:`TEXT_METHODS`). A library with one
+operation (:func:`alone`: an encoder only, or a trainer only) is judged by the properties
+that need only that operation, and its wrong versions are caught there.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pytest
 from conftest import assert_caught, run_row
 from mutants import Mutant
 from specformer.properties.tokenization import bpe
-from specformer.protocol import NotApplicable
+from specformer.protocol import Capabilities, NotApplicable
 from specformer.reference.tokenization.bpe import (
     END_OF_WORD,
     byte_pieces,
@@ -44,6 +46,18 @@ def mutant(name: str, **methods) -> Mutant:
 
 
 REFERENCE = mutant("reference")
+
+
+def alone(operation: str, name: str, fn=None) -> Mutant:
+    """A library with one operation: the reference's ``operation`` (or ``fn`` in its place), declared as the only
+    one it provides, so that every property that needs another operation is not applicable to it."""
+    only = mutant(name, **({operation: fn} if fn is not None else {}))
+    only.capabilities = Capabilities(operations={operation})
+    return only
+
+
+ENCODER_ALONE = alone("bpe_encode", "reference-encoder-alone")
+TRAINER_ALONE = alone("bpe_train", "reference-trainer-alone")
 
 
 # -- trainers ---------------------------------------------------------------------------------
@@ -119,6 +133,18 @@ def _by_word_frequency(words, num_merges, *, end_of_word=END_OF_WORD):
                 made.add((current, symbol))
             current += symbol
     return merges[:num_merges]
+
+
+def _whole_words_by_frequency(words, num_merges, *, end_of_word=END_OF_WORD):
+    """Whole words, most frequent first: each word as the merges so far leave it (replayed), its first two symbols
+    joined until it is one; a rarer word is never whole before a commoner one, replayed as training replays."""
+    merges = []
+    for word in sorted(words, key=lambda w: -words[w]):
+        symbols = bpe.replay({word: 1}, merges)[word]
+        while len(symbols) > 1 and len(merges) < num_merges:
+            merges.append((symbols[0], symbols[1]))
+            symbols = bpe.merge_everywhere(symbols, merges[-1])
+    return merges
 
 
 def _lookup(word, merges, *, end_of_word=END_OF_WORD):
@@ -245,6 +271,18 @@ GREEDY = mutant("greedy-longest-match", bpe_encode=_greedy)
 DROPS_UNMERGED = mutant("drops-characters-no-merge-names", bpe_encode=_drops_unmerged)
 UNK_UNMERGED = mutant("unk-for-characters-no-merge-names", bpe_encode=_unk_unmerged)
 IGNORES_MERGES = mutant("ignores-the-merges", bpe_encode=_ignores_merges)
+
+#: The same mistakes in a library that has only an encoder, or only a trainer.
+GREEDY_ALONE = alone("bpe_encode", "greedy-longest-match-encoder-alone", _greedy)
+DROPS_UNMERGED_ALONE = alone("bpe_encode", "encoder-alone-drops-characters-no-merge-names", _drops_unmerged)
+UNK_UNMERGED_ALONE = alone("bpe_encode", "encoder-alone-unk-for-characters-no-merge-names", _unk_unmerged)
+IGNORES_MERGES_ALONE = alone("bpe_encode", "encoder-alone-ignores-the-merges", _ignores_merges)
+SINGLE_PASS_ALONE = alone("bpe_encode", "encoder-alone-one-pass-first-occurrence", char_encoder(_single_pass))
+ONE_SHORT_ALONE = alone("bpe_train", "trainer-alone-one-merge-short", trainer(budget=lambda n: max(n - 1, 0)))
+MIN_COUNT_2_ALONE = alone("bpe_train", "trainer-alone-stops-at-pairs-seen-once", trainer(min_count=2))
+FIRST_ONLY_ALONE = alone("bpe_train", "trainer-alone-merges-the-first-occurrence-only", trainer(everywhere=False))
+BY_WORD_FREQUENCY_ALONE = alone("bpe_train", "trainer-alone-builds-whole-words-by-frequency",
+                                _whole_words_by_frequency)
 
 
 def byte_encoder(apply):
@@ -400,8 +438,12 @@ TRAINING_SPLIT = P + "encoding_a_training_word_gives_its_training_segmentation"
 BYTE_RANK_ORDER = P + "byte_encoding_applies_the_merges_in_the_order_they_were_learned"
 LONGEST = P + "encoding_takes_the_longest_vocabulary_symbol_first_as_written"
 LONGEST_CORRECTED = P + "where_rank_order_and_longest_match_differ_the_split_is_rank_order"
+LONGEST_GIVEN = P + "with_merges_learned_here_the_split_is_rank_order_where_longest_match_differs"
+LONGEST_GIVEN_AS_WRITTEN = P + "encoding_with_merges_learned_here_takes_the_longest_vocabulary_symbol_first_as_written"
 SPELLED = P + "a_word_of_training_characters_is_spelled_with_vocabulary_symbols"
 NO_OOV_AS_WRITTEN = P + "every_word_is_spelled_with_vocabulary_symbols_as_written"
+SPELLED_GIVEN = P + "with_merges_learned_here_a_word_of_training_characters_is_spelled_with_vocabulary_symbols"
+NO_OOV_GIVEN_AS_WRITTEN = P + "with_merges_learned_here_every_word_is_spelled_with_vocabulary_symbols_as_written"
 TEXT_ROUND_TRIP = P + "text_of_training_words_comes_back_word_for_word"
 BYTE_VOCAB = P + "byte_level_tokens_are_always_in_the_byte_vocabulary"
 BYTE_ROUND_TRIP = P + "byte_level_bpe_decodes_every_text_back_exactly"
@@ -411,8 +453,13 @@ SURROGATES = P + "lone_surrogates_come_back_exactly_or_are_refused"
 SINGLE_BYTES = P + "without_merges_every_token_is_one_byte"
 FALLBACK_AS_WRITTEN = P + "tokens_hold_whole_characters_or_a_part_of_one_as_written"
 EXAMPLES = P + "merges_learned_from_the_parts_give_the_documents_segmentations"
+EXAMPLES_GIVEN = P + "merges_learned_here_from_the_parts_encode_the_documents_segmentations"
+EXAMPLES_TRAINED = P + "the_merges_learned_from_the_parts_build_the_documents_segmentations"
 MONOTONE = P + "more_merges_never_split_a_word_further_and_enough_make_each_training_word_one_symbol"
 COMMON_AS_WRITTEN = P + "frequent_words_become_single_symbols_before_rarer_ones_as_written"
+MONOTONE_GIVEN = P + "with_merges_learned_here_more_never_split_a_word_further_and_all_make_training_words_one_symbol"
+EXHAUSTED = P + "training_until_no_pair_is_left_makes_each_training_word_one_symbol"
+COMMON_TRAINED_AS_WRITTEN = P + "training_makes_frequent_words_single_symbols_before_rarer_ones_as_written"
 BETWEEN = P + "a_text_has_at_least_a_token_per_word_and_at_most_one_per_character_and_marker"
 WORD_BY_WORD = P + "each_word_is_its_own_tokens_ending_in_one_marker"
 GPT2 = P + "gpt2_and_roberta_tokenizers_are_byte_level_bpe_and_xlm_is_character_level"
@@ -441,6 +488,12 @@ CASES = [
     (BETWEEN, ONE_TOKEN),
     (WORD_BY_WORD, ONE_TOKEN), (WORD_BY_WORD, SPACES_AS_TOKENS), (WORD_BY_WORD, MARKER_ON_EVERY_TOKEN),
     (WORD_BY_WORD, NO_MARKER), (WORD_BY_WORD, DROPS_ELLIPSIS),
+    # one operation alone
+    (LONGEST_GIVEN, GREEDY_ALONE),
+    (SPELLED_GIVEN, DROPS_UNMERGED_ALONE), (SPELLED_GIVEN, UNK_UNMERGED_ALONE),
+    (EXAMPLES_GIVEN, IGNORES_MERGES_ALONE), (EXAMPLES_TRAINED, ONE_SHORT_ALONE),
+    (MONOTONE_GIVEN, SINGLE_PASS_ALONE), (MONOTONE_GIVEN, IGNORES_MERGES_ALONE),
+    (EXHAUSTED, MIN_COUNT_2_ALONE), (EXHAUSTED, FIRST_ONLY_ALONE),
 ]
 
 #: Refutations, and a mutant that agrees with the claim as written, so that nothing is left to refute.
@@ -450,6 +503,9 @@ AGREES_AS_WRITTEN = [
     (NO_OOV_AS_WRITTEN, DROPS_UNMERGED),
     (FALLBACK_AS_WRITTEN, CHARACTER_FIRST),
     (COMMON_AS_WRITTEN, BY_WORD_FREQUENCY),
+    (LONGEST_GIVEN_AS_WRITTEN, GREEDY_ALONE),
+    (NO_OOV_GIVEN_AS_WRITTEN, DROPS_UNMERGED_ALONE),
+    (COMMON_TRAINED_AS_WRITTEN, BY_WORD_FREQUENCY_ALONE),
 ]
 
 
@@ -475,7 +531,14 @@ def test_a_refutation_fails_on_an_implementation_that_agrees_with_the_claim(qual
 
 #: Every property that trains character-level merges: a correct trainer with any tie rule ends each as the reference.
 TRAINED = sorted({MOST_FREQUENT, DETERMINISTIC, UNTIED, VOCAB, VOCAB_AS_WRITTEN, TRAINING_SPLIT, LONGEST,
-                    LONGEST_CORRECTED, SPELLED, NO_OOV_AS_WRITTEN, EXAMPLES, MONOTONE, COMMON_AS_WRITTEN})
+                    LONGEST_CORRECTED, SPELLED, NO_OOV_AS_WRITTEN, EXAMPLES, MONOTONE, COMMON_AS_WRITTEN,
+                    EXAMPLES_TRAINED, EXHAUSTED, COMMON_TRAINED_AS_WRITTEN})
+#: The properties that need only ``bpe_encode`` (merges the reference learns), or only ``bpe_train`` (merges replayed
+#: here, or checked against the naive trainer).
+ENCODER_ONLY = [LONGEST_GIVEN, LONGEST_GIVEN_AS_WRITTEN, SPELLED_GIVEN, NO_OOV_GIVEN_AS_WRITTEN, EXAMPLES_GIVEN,
+                MONOTONE_GIVEN, RANK_ORDER]
+TRAINER_ONLY = [EXAMPLES_TRAINED, EXHAUSTED, COMMON_TRAINED_AS_WRITTEN, MOST_FREQUENT, DETERMINISTIC, UNTIED, VOCAB,
+                VOCAB_AS_WRITTEN]
 
 
 @pytest.mark.parametrize("rule", TIE_RULES, ids=[m.name for m in TIE_RULES])
@@ -486,11 +549,35 @@ def test_a_trainer_with_another_tie_rule_ends_every_row_as_the_reference(qualnam
     assert row.outcome == expected, row
 
 
-@pytest.mark.parametrize("qualname", [LONGEST, COMMON_AS_WRITTEN, NO_OOV_AS_WRITTEN, VOCAB_AS_WRITTEN])
+@pytest.mark.parametrize("qualname", [LONGEST, COMMON_AS_WRITTEN, COMMON_TRAINED_AS_WRITTEN, NO_OOV_AS_WRITTEN,
+                                      VOCAB_AS_WRITTEN])
 @pytest.mark.parametrize("rule", [REFERENCE, *TIE_RULES], ids=["reference", *[m.name for m in TIE_RULES]])
 def test_refutations_find_their_counterexample_by_search_under_every_tie_rule(qualname: str, rule: Mutant) -> None:
     """The thorough profile skips the explicit examples: the search alone must find a counterexample."""
     assert run_row(qualname, rule, profile="thorough").outcome == "refuted"
+
+
+@pytest.mark.parametrize("qualname", [LONGEST_GIVEN_AS_WRITTEN, NO_OOV_GIVEN_AS_WRITTEN])
+def test_encoder_refutations_find_their_counterexample_by_search(qualname: str) -> None:
+    """With merges the reference learns, the search alone refutes the claim as written for a correct encoder."""
+    assert run_row(qualname, ENCODER_ALONE, profile="thorough").outcome == "refuted"
+
+
+@pytest.mark.parametrize(("alone_", "judged", "other"), [
+    (ENCODER_ALONE, ENCODER_ONLY, [LONGEST_CORRECTED, SPELLED, EXAMPLES, MONOTONE, EXHAUSTED]),
+    (TRAINER_ALONE, TRAINER_ONLY, [LONGEST_CORRECTED, SPELLED, EXAMPLES, MONOTONE, MONOTONE_GIVEN]),
+], ids=["encoder", "trainer"])
+def test_a_library_with_one_operation_gets_a_judged_row_for_each_claim(alone_: Mutant, judged: list[str],
+                                                                       other: list[str]) -> None:
+    """The reference's encoder alone, or its trainer alone: the properties that need only that operation end as for
+    the whole reference; those that need the other are not applicable."""
+    for qualname in judged:
+        expected = run_row(qualname, REFERENCE).outcome
+        row = run_row(qualname, alone_)
+        assert row.outcome == expected, (qualname, row)
+    for qualname in other:
+        row = run_row(qualname, alone_)
+        assert row.outcome == "not-applicable" and "does not provide" in row.message, (qualname, row)
 
 
 @pytest.mark.parametrize("qualname", [TEXT_ROUND_TRIP, BETWEEN, WORD_BY_WORD])

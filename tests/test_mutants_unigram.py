@@ -178,6 +178,68 @@ def test_training_with_a_wrong_step_is_caught(mutant: Mutant) -> None:
     assert row.message, row
 
 
+def _em_in_probability_space(words, pieces):
+    """Wrong: one EM step in plain probabilities (forward-backward without scaling or logs, no floor); a piece whose
+    expected count underflows to 0 gets ``log 0 = -inf``, as ``numpy.log`` gives."""
+    p = {x: math.exp(v) for x, v in pieces.items()}
+    longest = max(map(len, pieces))
+    counts = dict.fromkeys(pieces, 0.0)
+    for word, count in words.items():
+        n = len(word)
+        spans = [(j, i) for j in range(n) for i in range(j + 1, min(n, j + longest) + 1) if word[j:i] in p]
+        forward, backward = [1.0] + [0.0] * n, [0.0] * n + [1.0]
+        for j, i in sorted(spans, key=lambda span: span[1]):
+            forward[i] += forward[j] * p[word[j:i]]
+        for j, i in sorted(spans, reverse=True):
+            backward[j] += p[word[j:i]] * backward[i]
+        for j, i in spans:
+            counts[word[j:i]] += count * forward[j] * p[word[j:i]] * backward[i] / forward[n]
+    total = math.fsum(counts.values())
+    return {x: math.log(c / total) if c > 0 else -math.inf for x, c in counts.items()}
+
+
+def _prune_keeping_zeros(words, pieces, size):
+    """The reference's pruning step on a table whose zero probabilities stay zero (rescaled, ``-inf`` is ``-inf``)."""
+    zero = {x for x, v in pieces.items() if v == -math.inf}
+    pruned = ref.prune(words, {x: -1000.0 if x in zero else v for x, v in pieces.items()}, size)
+    return {x: -math.inf if x in zero else v for x, v in pruned.items()}
+
+
+#: Wrong: EM in probability space. One step from the properties' tables is right to 1e-9 (nothing underflows), but
+#: in training the letters of a word that a longer piece covers underflow to probability 0, and once pruning removes
+#: that piece the word has probability 0: training ends with a model that cannot segment its own corpus.
+PROBABILITY_SPACE = Mutant("em-in-probability-space", unigram_em_step=_em_in_probability_space,
+                           unigram_prune=_prune_keeping_zeros)
+#: Wrong: every log-probability ``log 0``.
+ALL_ZERO = Mutant("em-gives-every-piece-probability-0", unigram_em_step=lambda words, pieces: dict.fromkeys(
+    pieces, -math.inf))
+#: Wrong: pruning gives the kept pieces probability 0.
+PRUNE_TO_ZERO = Mutant("prune-zeroes-the-kept-pieces", unigram_prune=lambda words, pieces, size: dict.fromkeys(
+    ref.prune(words, pieces, size), -math.inf))
+
+
+def test_em_in_probability_space_fails_training_with_a_message_not_an_error() -> None:
+    """Its zero probabilities reach the log-likelihood computed here, which cannot segment a word with them: the
+    property checks the table first and fails the implementation, naming the word and the pieces."""
+    words = {"aaab": 1}
+    pieces = ref.seed_pieces(words, 4, 40)
+    for _ in range(40):
+        pieces = _em_in_probability_space(words, pieces)
+    assert pieces["a"] == pieces["b"] == -math.inf and pieces["aaab"] == 0.0
+    assert run_row(EM, PROBABILITY_SPACE).outcome == "pass"  # one step: nothing underflows
+    row = run_row(PRUNING, PROBABILITY_SPACE)
+    assert row.outcome == "fail" and "has probability 0" in row.message and "log-probability -inf" in row.message, row
+
+
+@pytest.mark.parametrize(("qualname", "mutant", "message"), [
+    (EM, ALL_ZERO, "sum to 0.0"), (PRUNING, ALL_ZERO, "has probability 0"),
+    (PRUNE_STEP, PRUNE_TO_ZERO, "probability 0 (log-probability -inf)"), (PRUNING, PRUNE_TO_ZERO, "has probability 0"),
+], ids=["em-all-zero", "training-em-all-zero", "prune-to-zero", "training-prune-to-zero"])
+def test_a_table_of_zero_probabilities_fails_with_a_message(qualname: str, mutant: Mutant, message: str) -> None:
+    row = run_row(qualname, mutant, profile="mutants")
+    assert row.outcome == "fail" and message in row.message, row
+
+
 def test_a_viterbi_with_random_ties_is_correct_and_refutes_alike() -> None:
     viterbi = Mutant("viterbi-random-ties", unigram_segment=_random_tie_viterbi)
     assert run_row(SEGMENT, viterbi).outcome == "pass"

@@ -1,7 +1,8 @@
 """Every property of ``properties/tokenization/vocabulary.py`` catches at least one wrong implementation or mis-statement.
 
-The size-against-length property runs against the reference BPE with its encoder broken;
-the word statistics against broken word tokenizers; the table of units and the library
+The size-against-length properties run against the reference BPE with its encoder broken,
+and against a library with only an encoder or only a trainer, broken; the word statistics
+against broken word tokenizers; the table of units and the library
 facts (``needs=()``) against mis-stated measurements and tables, by replacing what the
 property module computes or reads.
 """
@@ -17,12 +18,15 @@ import pytest
 
 from conftest import assert_caught, run_row
 from mutants import Mutant
+from specformer.protocol import Capabilities
 from specformer.properties.tokenization import vocabulary as props
 from specformer.reference.tokenization.bpe import encode, train_bpe
 from test_mutants_words import CHARACTERS_AS_WORDS, REFERENCE, with_parts
 from specformer.reference.tokenization.words import word_tokenize
 
 SIZE_VS_LENGTH = "vocabulary.more_merges_give_fewer_tokens_per_word"
+SIZE_GIVEN = "vocabulary.more_of_the_merges_learned_here_give_fewer_tokens_per_word"
+SIZE_TRAINED = "vocabulary.more_of_the_learned_merges_give_fewer_tokens_per_word_encoded_here"
 UNIT_TABLE = "vocabulary.subwords_sit_between_characters_and_words"
 RARE = "vocabulary.most_distinct_words_are_rare_but_frequent_words_fill_the_text"
 SIZES = "vocabulary.the_named_models_use_30k_to_50k_token_vocabularies"
@@ -35,12 +39,40 @@ IGNORES_MERGES = Mutant("bpe-encode-ignores-merges", bpe_encode=lambda word, mer
 #: Wrong: with more than 100 merges only the first 100 are used, so the vocabulary grows and the length does not.
 FIRST_100_MERGES = Mutant("bpe-encode-uses-100-merges", bpe_encode=lambda word, merges, *, end_of_word="</w>": encode(
     word, merges[:100], end_of_word=end_of_word))
+
+
+def _padded_after_100(words, num_merges, *, end_of_word="</w>"):
+    """Wrong: the reference's first 100 merges, then made-up merges of symbols that never occur (the vocabulary
+    grows, the length does not)."""
+    merges = train_bpe(words, min(num_merges, 100), end_of_word=end_of_word)
+    symbol = end_of_word
+    while len(merges) < num_merges:
+        merges.append((symbol, end_of_word))  # "</w></w>", "</w></w></w>", ...: never seen, always new
+        symbol += end_of_word
+    return merges
+
+
+def alone(operation: str, name: str, fn) -> Mutant:
+    """A library with one operation (``fn``), declared as the only one it provides."""
+    only = Mutant(name, **{operation: fn})
+    only.capabilities = Capabilities(operations={operation})
+    return only
+
+
+ENCODER_ALONE = alone("bpe_encode", "reference-encoder-alone", encode)
+TRAINER_ALONE = alone("bpe_train", "reference-trainer-alone", train_bpe)
+IGNORES_MERGES_ALONE = alone("bpe_encode", "encoder-alone-ignores-merges", IGNORES_MERGES.bpe_encode)
+FIRST_100_MERGES_ALONE = alone("bpe_encode", "encoder-alone-uses-100-merges", FIRST_100_MERGES.bpe_encode)
+PADDED_AFTER_100_ALONE = alone("bpe_train", "trainer-alone-pads-after-100-merges", _padded_after_100)
 UNIQUE_TOKENS = with_parts("every-token-unique", words=lambda text: [f"{t}#{i}" for i, t in
                                                                      enumerate(word_tokenize(text))])
 
 CASES = [
     (SIZE_VS_LENGTH, IGNORES_MERGES),
     (SIZE_VS_LENGTH, FIRST_100_MERGES),
+    (SIZE_GIVEN, IGNORES_MERGES_ALONE),
+    (SIZE_GIVEN, FIRST_100_MERGES_ALONE),
+    (SIZE_TRAINED, PADDED_AFTER_100_ALONE),
     (RARE, CHARACTERS_AS_WORDS),
 ]
 
@@ -53,6 +85,8 @@ def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
 
 def test_the_reference_passes_and_refutes() -> None:
     assert run_row(SIZE_VS_LENGTH, Mutant("reference")).outcome == "pass"
+    assert run_row(SIZE_GIVEN, ENCODER_ALONE).outcome == "pass"
+    assert run_row(SIZE_TRAINED, TRAINER_ALONE).outcome == "pass"
     assert run_row(RARE, REFERENCE).outcome == "pass"
 
 
@@ -74,6 +108,15 @@ def test_on_the_documents_two_thirds_of_word_types_are_rare() -> None:
     counts = Counter(word_tokenize(text))
     rare = sum(1 for n in counts.values() if n <= 3) / len(counts)
     assert len(counts) == 2902 and round(rare, 3) == 0.693
+
+
+def test_a_library_with_one_operation_is_judged_by_the_property_for_it_alone() -> None:
+    for qualname in (SIZE_VS_LENGTH, SIZE_TRAINED):
+        row = run_row(qualname, ENCODER_ALONE)
+        assert row.outcome == "not-applicable" and "bpe_train" in row.message, row
+    for qualname in (SIZE_VS_LENGTH, SIZE_GIVEN):
+        row = run_row(qualname, TRAINER_ALONE)
+        assert row.outcome == "not-applicable" and "bpe_encode" in row.message, row
 
 
 def test_the_fast_length_count_is_the_reference_encoder() -> None:

@@ -435,6 +435,29 @@ def rank_order_differs(merges: Sequence[tuple[str, str]], vocab: set[str], alpha
     return found
 
 
+def split_in_rank_order_where_longest_match_differs(ctx: Context, words: Mapping[str, int],
+                                                    merges: Sequence[tuple[str, str]], source: str) -> None:
+    """Assert that the implementation splits, in rank order, the words of up to 4 letters over the corpus's letters
+    where rank order and the greedy longest match over the vocabulary disagree (``source`` names the merges)."""
+    letters = "".join(sorted(set("".join(words))))
+    for word in rank_order_differs(merges, vocabulary(words, merges), letters):
+        symbols, expected = ctx.bpe_encode(word, merges), encode(word, merges)
+        assert symbols == expected, f"{word!r} with {source} {merges}: {symbols}, in rank order {expected}"
+
+
+def split_by_longest_match(ctx: Context, words: Mapping[str, int], merges: Sequence[tuple[str, str]], word: str,
+                           source: str) -> None:
+    """Assert, as written, that the implementation splits ``word`` and the words of up to 4 letters over the corpus's
+    letters whose rank-order split differs from the longest match by the greedy longest match (``source`` names the
+    merges)."""
+    vocab = vocabulary(words, merges)
+    letters = "".join(sorted(set("".join(words))))
+    for candidate in [word, *rank_order_differs(merges, vocab, letters)]:
+        symbols, greedy = ctx.bpe_encode(candidate, merges), longest_match(candidate, vocab)
+        assert symbols == greedy, (f"{candidate!r} with {source} {merges}: BPE gives {symbols}, the longest match "
+                                   f"over the vocabulary {greedy}")
+
+
 @claim_property("bpe.longest-match", needs=("bpe_train", "bpe_encode"), dtypes=F64)
 @given(words=sf.corpora(), num_merges=BUDGETS)
 @example(words={"bc": 10, "bcd": 1, "ab": 5, "abe": 1}, num_merges=3)
@@ -442,10 +465,18 @@ def where_rank_order_and_longest_match_differ_the_split_is_rank_order(ctx: Conte
     """Corrected: on the words where the two rules disagree (found with the implementation's own merges), the
     implementation's split is the rank-order one, not the longest match."""
     merges = ctx.bpe_train(words, num_merges)
-    letters = "".join(sorted(set("".join(words))))
-    for word in rank_order_differs(merges, vocabulary(words, merges), letters):
-        symbols, expected = ctx.bpe_encode(word, merges), encode(word, merges)
-        assert symbols == expected, f"{word!r} with merges {merges}: {symbols}, in rank order {expected}"
+    split_in_rank_order_where_longest_match_differs(ctx, words, merges, "its own merges")
+
+
+@claim_property("bpe.longest-match", needs=("bpe_encode",), dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS)
+@example(words={"bc": 10, "bcd": 1, "ab": 5, "abe": 1}, num_merges=3)
+def with_merges_learned_here_the_split_is_rank_order_where_longest_match_differs(ctx: Context, words,
+                                                                                 num_merges) -> None:
+    """Corrected, the encoder alone: with merges the reference learned from the corpus, on the words where rank
+    order and the greedy longest match disagree, the implementation's split is the rank-order one."""
+    merges = train_bpe_naive(words, num_merges)
+    split_in_rank_order_where_longest_match_differs(ctx, words, merges, "the reference's merges")
 
 
 @claim_property("bpe.longest-match", needs=("bpe_train", "bpe_encode"), expect="counterexample", dtypes=F64)
@@ -456,15 +487,42 @@ def encoding_takes_the_longest_vocabulary_symbol_first_as_written(ctx: Context, 
     implementation's own merges (whatever its tie rule): besides the drawn word, the words of up to 4 letters
     of the corpus whose rank-order split differs from the longest match are encoded."""
     merges = ctx.bpe_train(words, num_merges)
-    vocab = vocabulary(words, merges)
-    letters = "".join(sorted(set("".join(words))))
-    for candidate in [word, *rank_order_differs(merges, vocab, letters)]:
-        symbols, greedy = ctx.bpe_encode(candidate, merges), longest_match(candidate, vocab)
-        assert symbols == greedy, (f"{candidate!r} with merges {merges}: BPE gives {symbols}, the longest match "
-                                   f"over the vocabulary {greedy}")
+    split_by_longest_match(ctx, words, merges, word, "its own merges")
+
+
+@claim_property("bpe.longest-match", needs=("bpe_encode",), expect="counterexample", dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS, word=sf.words("abcde", 6))
+@example(words={"bc": 10, "bcd": 1, "ab": 5, "abe": 1}, num_merges=3, word="abc")
+def encoding_with_merges_learned_here_takes_the_longest_vocabulary_symbol_first_as_written(ctx: Context, words,
+                                                                                           num_merges, word) -> None:
+    """As written, the encoder alone: with merges the reference learned from the corpus, the implementation's
+    split of the drawn word, and of the words of up to 4 letters of the corpus whose rank-order split differs from
+    the longest match, is the greedy longest match over the vocabulary."""
+    merges = train_bpe_naive(words, num_merges)
+    split_by_longest_match(ctx, words, merges, word, "the reference's merges")
 
 
 # --------------------------------------------------------------------------- coverage and OOV
+
+
+def spelled_with_vocabulary_symbols(ctx: Context, words: Mapping[str, int], merges: Sequence[tuple[str, str]],
+                                    word: str) -> None:
+    """Assert that the implementation's symbols of ``word`` spell it and the marker, and are all in the vocabulary
+    of ``words`` and ``merges``."""
+    symbols = ctx.bpe_encode(word, merges)
+    assert symbols and all(symbols) and symbols[-1].endswith(EOW), f"{word!r}: symbols {symbols}"
+    assert "".join(symbols) == word + EOW, f"{word!r}: the symbols {symbols} spell {''.join(symbols)!r}"
+    unknown = [s for s in symbols if s not in vocabulary(words, merges)]
+    assert not unknown, f"{word!r}: symbols {unknown} are not in the vocabulary (merges {merges})"
+
+
+def no_symbol_out_of_the_vocabulary(ctx: Context, words: Mapping[str, int], merges: Sequence[tuple[str, str]],
+                                    word: str) -> None:
+    """Assert, as written, that every symbol of the implementation's split of ``word`` is in the vocabulary."""
+    symbols = ctx.bpe_encode(word, merges)
+    unknown = [s for s in symbols if s not in vocabulary(words, merges)]
+    assert not unknown, (f"{word!r} is encoded as {symbols}; {unknown} never occurred in the corpus {words}: "
+                         "out of the vocabulary")
 
 
 @claim_property("bpe.no-oov", needs=("bpe_train", "bpe_encode"), dtypes=F64)
@@ -474,11 +532,19 @@ def a_word_of_training_characters_is_spelled_with_vocabulary_symbols(ctx: Contex
     alphabet = sorted(set("".join(words)))
     word = data.draw(st.text(st.sampled_from(alphabet), max_size=8), label="word")
     merges = ctx.bpe_train(words, num_merges)
-    symbols = ctx.bpe_encode(word, merges)
-    assert symbols and all(symbols) and symbols[-1].endswith(EOW), f"{word!r}: symbols {symbols}"
-    assert "".join(symbols) == word + EOW, f"{word!r}: the symbols {symbols} spell {''.join(symbols)!r}"
-    unknown = [s for s in symbols if s not in vocabulary(words, merges)]
-    assert not unknown, f"{word!r}: symbols {unknown} are not in the vocabulary"
+    spelled_with_vocabulary_symbols(ctx, words, merges, word)
+
+
+@claim_property("bpe.no-oov", needs=("bpe_encode",), dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS, data=st.data())
+def with_merges_learned_here_a_word_of_training_characters_is_spelled_with_vocabulary_symbols(ctx: Context, words,
+                                                                                             num_merges,
+                                                                                             data) -> None:
+    """Corrected, the encoder alone: with merges the reference learned from the corpus, a word made of the
+    corpus's characters is spelled exactly (its characters and the marker) with symbols of the vocabulary."""
+    alphabet = sorted(set("".join(words)))
+    word = data.draw(st.text(st.sampled_from(alphabet), max_size=8), label="word")
+    spelled_with_vocabulary_symbols(ctx, words, train_bpe_naive(words, num_merges), word)
 
 
 @claim_property("bpe.no-oov", needs=("bpe_train", "bpe_encode"), expect="counterexample", dtypes=F64)
@@ -486,11 +552,17 @@ def a_word_of_training_characters_is_spelled_with_vocabulary_symbols(ctx: Contex
 @example(words={"ab": 2}, num_merges=2, word="a\u2603")
 def every_word_is_spelled_with_vocabulary_symbols_as_written(ctx: Context, words, num_merges, word) -> None:
     """As written: subword units leave no word out of the vocabulary."""
-    merges = ctx.bpe_train(words, num_merges)
-    symbols = ctx.bpe_encode(word, merges)
-    unknown = [s for s in symbols if s not in vocabulary(words, merges)]
-    assert not unknown, (f"{word!r} is encoded as {symbols}; {unknown} never occurred in the corpus {words}: "
-                         "out of the vocabulary")
+    no_symbol_out_of_the_vocabulary(ctx, words, ctx.bpe_train(words, num_merges), word)
+
+
+@claim_property("bpe.no-oov", needs=("bpe_encode",), expect="counterexample", dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS, word=sf.words("abcdez\u2603", 6))
+@example(words={"ab": 2}, num_merges=2, word="a\u2603")
+def with_merges_learned_here_every_word_is_spelled_with_vocabulary_symbols_as_written(ctx: Context, words,
+                                                                                      num_merges, word) -> None:
+    """As written, the encoder alone: with merges the reference learned from the corpus, no symbol of any word
+    (over the corpus's letters and others) is out of the vocabulary."""
+    no_symbol_out_of_the_vocabulary(ctx, words, train_bpe_naive(words, num_merges), word)
 
 
 @claim_property("bpe.no-oov", needs=("tokenize_text", "detokenize_text"), dtypes=F64)
@@ -643,16 +715,72 @@ def tokens_hold_whole_characters_or_a_part_of_one_as_written(ctx: Context, case,
 # --------------------------------------------------------------------------- what gets merged
 
 
+#: The documents' two examples: (first part, second part).
+DOCUMENTS_EXAMPLES = [("un", "happiness"), ("token", "ization")]
+
+
+def parts_corpus(first: str, second: str) -> tuple[dict[str, int], int]:
+    """The corpus where both parts are frequent (``un-`` and ``happiness`` 20 times each, the whole word once), and
+    the number of merges that builds the two parts (one fewer than their symbols, the marker included)."""
+    return {first + "-": 20, second: 20, first + second: 1}, len(first) - 1 + len(second)
+
+
 @claim_property("bpe.subword-examples", needs=("bpe_train", "bpe_encode"), dtypes=F64)
-@given(parts=st.sampled_from([("un", "happiness"), ("token", "ization")]))
+@given(parts=st.sampled_from(DOCUMENTS_EXAMPLES))
 def merges_learned_from_the_parts_give_the_documents_segmentations(ctx: Context, parts) -> None:
     """From a corpus where both parts are frequent (``un-``, ``happiness`` 20 times; the whole word once), the
     merges that every pair of count 21 gets give ``un | happiness</w>`` and ``token | ization</w>``."""
     first, second = parts
-    words = {first + "-": 20, second: 20, first + second: 1}
-    merges = ctx.bpe_train(words, len(first) - 1 + len(second))
+    words, num_merges = parts_corpus(first, second)
+    merges = ctx.bpe_train(words, num_merges)
     symbols = ctx.bpe_encode(first + second, merges)
     assert symbols == [first, second + EOW], f"{first + second!r} with merges {merges}: {symbols}"
+
+
+@claim_property("bpe.subword-examples", needs=("bpe_encode",), dtypes=F64)
+@given(parts=st.sampled_from(DOCUMENTS_EXAMPLES))
+def merges_learned_here_from_the_parts_encode_the_documents_segmentations(ctx: Context, parts) -> None:
+    """The encoder alone: with the merges the reference learns from the corpus where both parts are frequent (the
+    same symbols under every tie rule), the implementation splits ``unhappiness`` as ``un | happiness</w>`` and
+    ``tokenization`` as ``token | ization</w>``."""
+    first, second = parts
+    words, num_merges = parts_corpus(first, second)
+    merges = train_bpe_naive(words, num_merges)
+    symbols = ctx.bpe_encode(first + second, merges)
+    assert symbols == [first, second + EOW], f"{first + second!r} with the reference's merges {merges}: {symbols}"
+
+
+@claim_property("bpe.subword-examples", needs=("bpe_train",), dtypes=F64)
+@given(parts=st.sampled_from(DOCUMENTS_EXAMPLES))
+def the_merges_learned_from_the_parts_build_the_documents_segmentations(ctx: Context, parts) -> None:
+    """The trainer alone: the implementation's merges from the corpus where both parts are frequent, replayed here
+    on the whole word (each at every occurrence), leave it as ``un | happiness</w>`` and ``token | ization</w>``."""
+    first, second = parts
+    words, num_merges = parts_corpus(first, second)
+    merges = ctx.bpe_train(words, num_merges)
+    symbols = replay({first + second: 1}, merges)[first + second]
+    assert symbols == [first, second + EOW], (
+        f"{first + second!r} with the implementation's merges {merges}, replayed: {symbols}")
+
+
+def more_merges_never_give_more_symbols(ctx: Context, words: Sequence[str], merges: Sequence[tuple[str, str]],
+                                        fewer: int) -> None:
+    """Assert that the implementation splits each of ``words`` into no more symbols with ``merges`` than with their
+    first ``fewer``."""
+    k = min(fewer, len(merges))
+    for word in words:
+        more, less = ctx.bpe_encode(word, merges), ctx.bpe_encode(word, merges[:k])
+        assert len(more) <= len(less), f"{word!r}: {less} with {k} merges, {more} with {len(merges)} ({merges})"
+
+
+def no_rare_word_whole_before_a_commoner_one(words: Mapping[str, int], whole: set[str],
+                                             merges: Sequence[tuple[str, str]]) -> None:
+    """Assert, as written, that no word of ``whole`` (the training words that are one symbol) is rarer than a split
+    one."""
+    for rare in whole:
+        commoner = [w for w in words if w not in whole and words[w] > words[rare]]
+        assert not commoner, (f"with merges {merges}, {rare!r} (seen {words[rare]} times) is one symbol while "
+                              f"{commoner} (seen more often) are split")
 
 
 @claim_property("bpe.common-words", needs=("bpe_train", "bpe_encode"), dtypes=F64)
@@ -662,14 +790,39 @@ def more_merges_never_split_a_word_further_and_enough_make_each_training_word_on
         ctx: Context, words, num_merges, fewer) -> None:
     """Corrected: a word's symbol count never grows with more merges; trained to the end, every training word is one."""
     merges = ctx.bpe_train(words, num_merges)
-    k = min(fewer, len(merges))
-    for word in words:
-        more, less = ctx.bpe_encode(word, merges), ctx.bpe_encode(word, merges[:k])
-        assert len(more) <= len(less), f"{word!r}: {less} with {k} merges, {more} with {len(merges)}"
+    more_merges_never_give_more_symbols(ctx, words, merges, fewer)
     everything = ctx.bpe_train(words, EXHAUSTIVE)
     for word in words:
         symbols = ctx.bpe_encode(word, everything)
         assert symbols == [word + EOW], f"{word!r} is {symbols} after training ran out of pairs ({everything})"
+
+
+@claim_property("bpe.common-words", needs=("bpe_encode",), dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS, fewer=BUDGETS, word=sf.words("abcdef", 8))
+@example(words={"abab": 1, "ab": 2}, num_merges=3, fewer=1, word="abab")
+def with_merges_learned_here_more_never_split_a_word_further_and_all_make_training_words_one_symbol(
+        ctx: Context, words, num_merges, fewer, word) -> None:
+    """Corrected, the encoder alone: with merges the reference learned from the corpus, no training word (nor a
+    drawn word) gets more symbols from more of them, and with all the merges the reference learns until no pair is
+    left every training word is one symbol, its characters and the marker."""
+    more_merges_never_give_more_symbols(ctx, [*words, word], train_bpe_naive(words, num_merges), fewer)
+    everything = train_bpe_naive(words, EXHAUSTIVE)
+    for training_word in words:
+        symbols = ctx.bpe_encode(training_word, everything)
+        assert symbols == [training_word + EOW], (
+            f"{training_word!r} is {symbols} with the {len(everything)} merges the reference learns until no pair "
+            f"is left ({everything})")
+
+
+@claim_property("bpe.common-words", needs=("bpe_train",), dtypes=F64)
+@given(words=sf.corpora())
+@example(words={"abab": 1, "ab": 2})
+def training_until_no_pair_is_left_makes_each_training_word_one_symbol(ctx: Context, words) -> None:
+    """Corrected, the trainer alone: the implementation's merges with a budget larger than any corpus here can use
+    (60), replayed here on the training words (each at every occurrence), leave every training word one symbol."""
+    everything = ctx.bpe_train(words, EXHAUSTIVE)
+    split = {word: symbols for word, symbols in replay(words, everything).items() if symbols != [word + EOW]}
+    assert not split, f"after training ran out of pairs ({everything}), replayed, training words are split: {split}"
 
 
 @claim_property("bpe.common-words", needs=("bpe_train", "bpe_encode"), expect="counterexample", dtypes=F64)
@@ -680,10 +833,19 @@ def frequent_words_become_single_symbols_before_rarer_ones_as_written(ctx: Conte
     more frequent one is split."""
     merges = ctx.bpe_train(words, num_merges)
     whole = {word for word in words if len(ctx.bpe_encode(word, merges)) == 1}
-    for rare in whole:
-        commoner = [w for w in words if w not in whole and words[w] > words[rare]]
-        assert not commoner, (f"with merges {merges}, {rare!r} (seen {words[rare]} times) is one symbol while "
-                              f"{commoner} (seen more often) are split")
+    no_rare_word_whole_before_a_commoner_one(words, whole, merges)
+
+
+@claim_property("bpe.common-words", needs=("bpe_train",), expect="counterexample", dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS)
+@example(words={"xab": 10, "ab": 1, "cd": 5}, num_merges=2)
+def training_makes_frequent_words_single_symbols_before_rarer_ones_as_written(ctx: Context, words,
+                                                                             num_merges) -> None:
+    """As written, the trainer alone: with the implementation's merges replayed here on the training words, no word
+    is one symbol while a more frequent one is split."""
+    merges = ctx.bpe_train(words, num_merges)
+    whole = {word for word, symbols in replay(words, merges).items() if len(symbols) == 1}
+    no_rare_word_whole_before_a_commoner_one(words, whole, merges)
 
 
 def nfkc(text: str) -> str:

@@ -4,9 +4,11 @@
 Sequence lengths are measured on :func:`training_text` split once into a training part (the
 first 7/8 of its characters, cut at a space) and a held-out part (the rest). Subword lengths
 come from the implementation's ``bpe_train`` and ``bpe_encode`` (one training run per
-example, merges applied as prefixes of the longest run); the documents' table of units is
-measured with the reference modules (``needs=()``), since it is a claim about units, not
-about an implementation. Word statistics use the implementation's word tokenizer.
+example, merges applied as prefixes of the longest run), or from either alone: its encoder
+with the merges the reference learns, or its merges encoded here in rank order. The
+documents' table of units is measured with the reference modules (``needs=()``), since it
+is a claim about units, not about an implementation. Word statistics use the
+implementation's word tokenizer.
 
 Library facts read what ships offline: ``transformers``' configuration and tokenizer
 classes (their default vocabulary sizes and special tokens; nothing is downloaded) and the
@@ -157,6 +159,40 @@ def subwords_sit_between_characters_and_words(ctx: Context, merges) -> None:
 # --------------------------------------------------------------------------- size against length
 
 
+@functools.lru_cache(maxsize=1)
+def ladder_word_counts() -> dict[str, int]:
+    """The ladder's training words: those of the training part seen at least :data:`LADDER_MIN_COUNT` times."""
+    return {word: n for word, n in training_word_counts().items() if n >= LADDER_MIN_COUNT}
+
+
+@functools.lru_cache(maxsize=1)
+def reference_ladder_merges() -> tuple[tuple[str, str], ...]:
+    """The 300 merges the reference learns from the ladder's training words (once per process)."""
+    return tuple(train_bpe(ladder_word_counts(), LADDER[-1]))
+
+
+def held_out_windows() -> list[list[str]]:
+    """Every window of :data:`WINDOW` consecutive held-out words starting at a multiple of :data:`WINDOW_STEP`."""
+    held = held_out_words()
+    return [held[start:start + WINDOW] for start in range(0, len(held) - WINDOW + 1, WINDOW_STEP)]
+
+
+def check_the_ladder(lengths: dict[str, list[int]], windows: list[list[str]], merges: str) -> None:
+    """Assert that no word's token count (one per rung of :data:`LADDER`) grows along the ladder, and that every
+    window's tokens per word fall strictly at each step (``merges`` says whose merges and whose encoder)."""
+    for word, per_size in lengths.items():
+        assert all(a >= b for a, b in zip(per_size, per_size[1:])), (
+            f"{word!r} has {per_size} tokens with {list(LADDER)} of {merges}: more merges, more tokens"
+        )
+    for i, words in enumerate(windows):
+        per_word = [sum(lengths[w][rung] for w in words) / len(words) for rung in range(len(LADDER))]
+        assert all(a > b for a, b in zip(per_word, per_word[1:])), (
+            f"tokens per held-out word of window {i} (words {i * WINDOW_STEP} to {i * WINDOW_STEP + WINDOW - 1}) "
+            f"with {list(LADDER)} of {merges}: {[round(x, 3) for x in per_word]}; a larger vocabulary must give "
+            "fewer tokens"
+        )
+
+
 @claim_property("vocabulary.size-vs-length", needs=("bpe_train", "bpe_encode"), dtypes=F64, max_examples=1)
 @given(st.just(None))
 def more_merges_give_fewer_tokens_per_word(ctx: Context, _) -> None:
@@ -166,22 +202,37 @@ def more_merges_give_fewer_tokens_per_word(ctx: Context, _) -> None:
     of 60 consecutive held-out words (32 windows); over every window the reference's smallest fall
     between two steps is 0.32 tokens per word.
     """
-    counts = {word: n for word, n in training_word_counts().items() if n >= LADDER_MIN_COUNT}
-    merges = ctx.bpe_train(counts, LADDER[-1])
+    merges = ctx.bpe_train(ladder_word_counts(), LADDER[-1])
     assert len(merges) == LADDER[-1], f"{len(merges)} merges learned, {LADDER[-1]} asked (the corpus has enough pairs)"
-    held = held_out_words()
-    windows = [held[start:start + WINDOW] for start in range(0, len(held) - WINDOW + 1, WINDOW_STEP)]
+    windows = held_out_windows()
     lengths = {w: [len(ctx.bpe_encode(w, merges[:k])) for k in LADDER] for w in dict.fromkeys(sum(windows, []))}
-    for word, per_size in lengths.items():
-        assert all(a >= b for a, b in zip(per_size, per_size[1:])), (
-            f"{word!r} has {per_size} tokens with {list(LADDER)} merges: more merges, more tokens"
-        )
-    for i, words in enumerate(windows):
-        per_word = [sum(lengths[w][rung] for w in words) / len(words) for rung in range(len(LADDER))]
-        assert all(a > b for a, b in zip(per_word, per_word[1:])), (
-            f"tokens per held-out word of window {i} (words {i * WINDOW_STEP} to {i * WINDOW_STEP + WINDOW - 1}) "
-            f"with {list(LADDER)} merges: {[round(x, 3) for x in per_word]}; a larger vocabulary must give fewer tokens"
-        )
+    check_the_ladder(lengths, windows, "the implementation's merges, encoded by it")
+
+
+@claim_property("vocabulary.size-vs-length", needs=("bpe_encode",), dtypes=F64, max_examples=1)
+@given(st.just(None))
+def more_of_the_merges_learned_here_give_fewer_tokens_per_word(ctx: Context, _) -> None:
+    """The encoder alone: with the 300 merges the reference learns from the same words, the implementation's
+    held-out tokens per word fall at every step of the ladder 0, 30, 100, 300 merges; no word gets longer."""
+    merges = list(reference_ladder_merges())
+    windows = held_out_windows()
+    lengths = {w: [len(ctx.bpe_encode(w, merges[:k])) for k in LADDER] for w in dict.fromkeys(sum(windows, []))}
+    check_the_ladder(lengths, windows, "the reference's merges, encoded by the implementation")
+
+
+@claim_property("vocabulary.size-vs-length", needs=("bpe_train",), dtypes=F64, max_examples=1)
+@given(st.just(None))
+def more_of_the_learned_merges_give_fewer_tokens_per_word_encoded_here(ctx: Context, _) -> None:
+    """The trainer alone: the implementation's 300 merges of the training part's words that occur at least twice,
+    with the held-out words encoded here in rank order, give tokens per word that fall at every step of the ladder
+    0, 30, 100, 300 merges; no word gets longer."""
+    merges = ctx.bpe_train(ladder_word_counts(), LADDER[-1])
+    assert len(merges) == LADDER[-1], f"{len(merges)} merges learned, {LADDER[-1]} asked (the corpus has enough pairs)"
+    windows = held_out_windows()
+    words = list(dict.fromkeys(sum(windows, [])))
+    per_rung = [rank_order_lengths(words, merges[:k]) for k in LADDER]
+    lengths = {w: [rung[w] for rung in per_rung] for w in words}
+    check_the_ladder(lengths, windows, "the implementation's merges, encoded here in rank order")
 
 
 # --------------------------------------------------------------------------- rare words
