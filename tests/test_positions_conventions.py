@@ -4,6 +4,7 @@
   passed another base;
 * ``encoding_max_length = {n}``: an implementation that reads a precomputed table of ``n`` rows
   is asked only for positions below ``n``;
+* ``rope_base = {"paper"}``: a rotary that computes only the base 10000 is passed no other base;
 * ``alibi_lengths`` is tested with the ALiBi mutants (``tests/test_mutants_alibi.py``).
 
 A correct table-backed sinusoidal encoding that declares both passes every property that
@@ -136,3 +137,45 @@ def test_the_declarable_lengths_start_above_the_longest_scan() -> None:
 
     lengths = [n for n in MAX_LENGTHS if n != "unlimited"]
     assert min(lengths) > SCAN + 1 and 5000 in lengths and 2**20 in lengths
+
+
+class PaperRotary:
+    """RoPE with the RoFormer paper's base written in (``scale`` turns the angles, wrongly, when not 1)."""
+
+    def __init__(self, name: str, declared: bool, scale: int = 1) -> None:
+        self.name, self.scale = name, scale
+        self.capabilities = Capabilities(conventions={"rope_base": {"paper"}} if declared else {})
+        self.bases: list[float] = []
+
+    def rotary(self, x: torch.Tensor, positions: torch.Tensor, *, pairing: str = "interleaved",
+               base: float = 10000.0) -> torch.Tensor:
+        from specformer.reference.positions.rope import rotary_embedding
+
+        self.bases.append(base)
+        return rotary_embedding(x, positions * self.scale, pairing=pairing,
+                                base=10000.0)
+
+
+def _rotary_properties(properties) -> list[str]:
+    return sorted(q for q, p in properties.items() if p.needs == ("rotary",))
+
+
+def test_a_rotary_of_the_papers_base_declaring_it_passes_every_rotary_property(properties) -> None:
+    impl = PaperRotary("rope-base-10000-declared", declared=True)
+    wrong = []
+    for qualname in _rotary_properties(properties):
+        row = run_row(qualname, impl)
+        expected = "refuted" if properties[qualname].expect == "counterexample" else "pass"
+        if row.outcome != expected:
+            wrong.append(f"{qualname}: {row.outcome} (expected {expected}): {row.message}")
+    assert not wrong, "\n".join(wrong)
+    assert impl.bases and set(impl.bases) == {10000.0}, sorted(set(impl.bases))
+
+
+@pytest.mark.parametrize("qualname", ["rope.rotary_applies_the_rotation_matrix_of_each_rows_position",
+                                      "rope.at_position_one_pair_i_turns_by_base_to_the_minus_2i_over_d"])
+def test_undeclared_the_papers_base_alone_fails_and_a_wrong_rotary_declaring_it_too(qualname: str) -> None:
+    row = run_row(qualname, PaperRotary("rope-base-10000-undeclared", declared=False))
+    assert row.outcome == "fail" and "base" in row.message, (row.outcome, row.message)
+    row = run_row(qualname, PaperRotary("rope-double-angles-declared", declared=True, scale=2))
+    assert row.outcome == "fail", (row.outcome, row.message)

@@ -221,6 +221,7 @@ def _scores(ctx: Context, case: RopeCase, shift: int = 0) -> torch.Tensor:
 def rotary_applies_the_rotation_matrix_of_each_rows_position(ctx: Context, case, base) -> None:
     """``rotary(x, p)_j = R_{Theta,p_j} x_j`` with pair ``i`` rotated by ``p_j base^(-2i/d)``, for both pairings and any base."""
     case = with_declared_pairing(ctx, case)
+    base = sf.rope_base(ctx, base)
     actual = ctx.rotary(case.q, case.pq, pairing=case.pairing, base=base)
     expected = rotate_formula(case.q, case.pq, case.pairing, base)
     assert_within(actual, expected, rotation_bound(ctx, expected, case.q, case.pq),
@@ -243,7 +244,7 @@ def at_position_one_pair_i_turns_by_base_to_the_minus_2i_over_d(ctx: Context, d,
     """A second check of the base, read off the rotation itself: the pairs of a vector of unit pairs
     ``(1, 0)`` turned at position 1 have angles ``theta_i = atan2(x_b, x_a) = base^(-2i/d)`` (all in
     ``(0, 1]``, so the angle is read without wrapping)."""
-    pairing = sf.within(ctx, "pairing", pairing, PAIRINGS)
+    pairing, base = sf.within(ctx, "pairing", pairing, PAIRINGS), sf.rope_base(ctx, base)
     out = ctx.rotary(unit_pairs(d, pairing), torch.tensor([1]), pairing=pairing, base=base)[0, 0]
     pairs = pair_indices(d, pairing)
     angles = torch.stack([torch.atan2(out[b], out[a]) for a, b in pairs])  # (d/2,)

@@ -14,7 +14,7 @@ from specformer.protocol.positions import MAX_LENGTHS
 from specformer.properties.strategies import BOUND, bounded_floats, permutations_of, seeds, tensors
 
 __all__ = ["BOUND", "bounded_floats", "permutations_of", "seeds", "tensors", "positions", "even_widths", "within",
-           "sinusoidal_base", "table_length", "below", "shift_below"]
+           "sinusoidal_base", "rope_base", "table_length", "below", "shift_below"]
 
 
 @st.composite
@@ -48,6 +48,12 @@ def sinusoidal_base(ctx: object, base: float) -> float:
     """``base`` if the implementation takes any base (``sinusoidal_base``, undeclared: any), else the paper's
     10000: an implementation that computes only the paper's base is never passed another."""
     return base if base == PAPER_BASE or ctx.supports("sinusoidal_base", "any") else PAPER_BASE  # type: ignore[attr-defined]
+
+
+def rope_base(ctx: object, base: float) -> float:
+    """``base`` if the implementation's rotary takes any base (``rope_base``, undeclared: any), else the
+    RoFormer paper's 10000 (the same value as the sinusoidal encoding's)."""
+    return base if base == PAPER_BASE or ctx.supports("rope_base", "any") else PAPER_BASE  # type: ignore[attr-defined]
 
 
 def table_length(ctx: object) -> int | None:

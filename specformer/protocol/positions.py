@@ -64,7 +64,11 @@ class RotaryImplementation(Protocol):
 
     def rotary(self, x: torch.Tensor, positions: torch.Tensor, *, pairing: str = "interleaved",
                base: float = 10000.0) -> torch.Tensor:
-        """``x (B, t, d)`` with each feature pair rotated by its position's angle; same shape."""
+        """``x (B, t, d)`` with each feature pair rotated by its position's angle; same shape.
+
+        One that computes only the RoFormer paper's base declares ``rope_base = {"paper"}``: the
+        properties that draw another base (10, 500000, ...) then pass ``base=10000.0``.
+        """
         ...
 
 
@@ -160,6 +164,9 @@ CONVENTIONS: dict[str, Convention] = {
                                   "any base > 0 passed as params['base'] ('any'), or only the paper's 10000, "
                                   "computed without a base parameter ('paper'); properties that draw another "
                                   "base then ask for 10000"),
+    "rope_base": Convention(("any", "paper"), "which bases rotary takes: any base > 0 passed as base ('any'), "
+                            "or only the RoFormer paper's 10000 ('paper'); properties that draw another base "
+                            "then pass 10000"),
     "encoding_max_length": Convention(MAX_LENGTHS, "the positions positional_encoding(kind='sinusoidal') "
                                       "answers: every position ('unlimited', computed from the formula), or "
                                       "only positions below n for a precomputed table of n rows (declare the "
