@@ -464,6 +464,15 @@ BETWEEN = P + "a_text_has_at_least_a_token_per_word_and_at_most_one_per_characte
 WORD_BY_WORD = P + "each_word_is_its_own_tokens_ending_in_one_marker"
 GPT2 = P + "gpt2_and_roberta_tokenizers_are_byte_level_bpe_and_xlm_is_character_level"
 
+MARKER_TRAINED = P + "with_another_end_of_word_marker_the_trainer_learns_the_same_merges_spelled_with_it"
+MARKER_ENCODED = P + "with_another_end_of_word_marker_the_split_is_the_rank_order_one_spelled_with_it"
+#: Wrong: the default marker written in, whatever ``end_of_word`` says.
+FIXED_MARKER_TRAINER = mutant("bpe-trainer-ignores-end_of_word",
+                              bpe_train=lambda words, num_merges, *, end_of_word=END_OF_WORD: train_bpe(words,
+                                                                                                     num_merges))
+FIXED_MARKER_ENCODER = mutant("bpe-encoder-ignores-end_of_word",
+                              bpe_encode=lambda word, merges, *, end_of_word=END_OF_WORD: encode(word, merges))
+
 CASES = [
     (MOST_FREQUENT, UNWEIGHTED), (MOST_FREQUENT, FIRST_ONLY), (MOST_FREQUENT, SMALL_ONLY),
     (RANK_ORDER, SHORT_WORDS_ONLY),
@@ -494,6 +503,9 @@ CASES = [
     (EXAMPLES_GIVEN, IGNORES_MERGES_ALONE), (EXAMPLES_TRAINED, ONE_SHORT_ALONE),
     (MONOTONE_GIVEN, SINGLE_PASS_ALONE), (MONOTONE_GIVEN, IGNORES_MERGES_ALONE),
     (EXHAUSTED, MIN_COUNT_2_ALONE), (EXHAUSTED, FIRST_ONLY_ALONE),
+    # the caller's end-of-word marker
+    (MARKER_TRAINED, FIXED_MARKER_TRAINER), (MARKER_TRAINED, UNWEIGHTED),
+    (MARKER_ENCODED, FIXED_MARKER_ENCODER), (MARKER_ENCODED, GREEDY),
 ]
 
 #: Refutations, and a mutant that agrees with the claim as written, so that nothing is left to refute.
@@ -539,6 +551,23 @@ ENCODER_ONLY = [LONGEST_GIVEN, LONGEST_GIVEN_AS_WRITTEN, SPELLED_GIVEN, NO_OOV_G
                 MONOTONE_GIVEN, RANK_ORDER]
 TRAINER_ONLY = [EXAMPLES_TRAINED, EXHAUSTED, COMMON_TRAINED_AS_WRITTEN, MOST_FREQUENT, DETERMINISTIC, UNTIED, VOCAB,
                 VOCAB_AS_WRITTEN]
+
+
+@pytest.mark.parametrize("rule", [TIES_TO_LARGEST, TIES_FIRST_COUNTED, TIES_BY_IDS],
+                         ids=lambda m: m.name)
+def test_a_trainer_with_another_tie_rule_takes_another_marker_as_the_reference_does(rule: Mutant) -> None:
+    """The tie rules that take the caller's marker (001's code writes ``</w>`` in: it would declare so)."""
+    assert run_row(MARKER_TRAINED, rule).outcome == "pass"
+
+
+@pytest.mark.parametrize("qualname", [MARKER_TRAINED, MARKER_ENCODED])
+def test_a_library_whose_marker_is_fixed_declares_it_and_is_not_asked_for_another(qualname: str) -> None:
+    fixed = mutant("bpe-marker-fixed-declared", bpe_train=FIXED_MARKER_TRAINER.bpe_train,
+                   bpe_encode=FIXED_MARKER_ENCODER.bpe_encode)
+    fixed.capabilities = Capabilities(conventions={"end_of_word": frozenset({END_OF_WORD})})
+    row = run_row(qualname, fixed)
+    assert row.outcome == "not-applicable" and "end_of_word" in row.message, row
+    assert run_row(qualname, REFERENCE).outcome == "pass"
 
 
 @pytest.mark.parametrize("rule", TIE_RULES, ids=[m.name for m in TIE_RULES])

@@ -339,6 +339,31 @@ def without_a_tie_the_trainer_learns_the_naive_merges(ctx: Context, words, num_m
                                  f"they {first_difference(merges, naive)}")
 
 
+#: End-of-word markers other than the default ``</w>``: the protocol's ``end_of_word`` argument, drawn so that a
+#: marker written into an implementation shows (none of their characters is a letter of the corpora).
+OTHER_MARKERS = st.sampled_from(["_", "</s>", "$", "\u2581"])
+
+
+@claim_property("bpe.learn-bpe-merges", needs=("bpe_train",), dtypes=F64)
+@given(words=sf.corpora(max_count=30), num_merges=BUDGETS, marker=OTHER_MARKERS)
+@example(words={"cd": 5, "ab": 1, "ae": 1}, num_merges=4, marker="_")
+def with_another_end_of_word_marker_the_trainer_learns_the_same_merges_spelled_with_it(
+        ctx: Context, words, num_merges, marker) -> None:
+    """The marker is the caller's (``end_of_word``): trained with another marker, the implementation's merges are the
+    naive trainer's with that marker up to the first step where the highest pair count is shared (the counts, and so
+    the ties, do not depend on how the marker is spelled), and no symbol holds the default ``</w>``."""
+    ctx.require("end_of_word", "any")
+    merges = ctx.bpe_train(words, num_merges, end_of_word=marker)
+    naive = train_bpe_naive(words, num_merges, end_of_word=marker)
+    tie = first_tie(words, train_bpe_naive(words, num_merges))
+    agreed = len(naive) if tie is None else tie
+    default = [pair for pair in merges if any(EOW in symbol for symbol in pair)]
+    assert not default, f"{words} with end_of_word={marker!r}: merges {default} hold the default marker {EOW!r}"
+    assert merges[:agreed] == naive[:agreed], (
+        f"{words} with end_of_word={marker!r}: the implementation learns {merges}, the naive trainer {naive}; no pair "
+        f"count was tied before merge {agreed}")
+
+
 @claim_property("bpe.vocabulary-size", needs=("bpe_train",), dtypes=F64)
 @given(words=sf.corpora(), num_merges=st.integers(0, EXHAUSTIVE), fewer=st.integers(0, EXHAUSTIVE))
 @example(words={"ab": 1}, num_merges=5, fewer=1)
@@ -388,6 +413,21 @@ def encoding_applies_the_merges_in_the_order_they_were_learned(ctx: Context, wor
     merges = train_bpe_naive(words, num_merges)
     symbols, expected = ctx.bpe_encode(word, merges), encode(word, merges)
     assert symbols == expected, f"{word!r} with merges {merges}: {symbols}, in rank order {expected}"
+
+
+@claim_property("bpe.merge-order", needs=("bpe_encode",), dtypes=F64)
+@given(words=sf.corpora(), num_merges=BUDGETS, word=sf.words("abcdef", 8), marker=OTHER_MARKERS)
+@example(words={"ab": 3}, num_merges=2, word="abab", marker="_")  # a b_ -> ab_ : ab | ab_
+def with_another_end_of_word_marker_the_split_is_the_rank_order_one_spelled_with_it(ctx: Context, words, num_merges,
+                                                                                     word, marker) -> None:
+    """The marker is the caller's (``end_of_word``): with merges the reference learned with another marker, the
+    implementation's symbols of a word are the reference's rank-order ones, its last symbol ending with that
+    marker."""
+    ctx.require("end_of_word", "any")
+    merges = train_bpe_naive(words, num_merges, end_of_word=marker)
+    symbols, expected = ctx.bpe_encode(word, merges, end_of_word=marker), encode(word, merges, end_of_word=marker)
+    assert symbols == expected, (f"{word!r} with end_of_word={marker!r} and merges {merges}: {symbols}, in rank "
+                                 f"order {expected}")
 
 
 @claim_property("bpe.merge-order", needs=("bpe_train", "bpe_encode"), dtypes=F64)

@@ -99,7 +99,8 @@ class SubwordNMT:
 
     name = "subword-nmt"
     #: The tokenizer kinds it runs (and, where its library takes valid Unicode only, no lone surrogates).
-    capabilities = Capabilities(conventions={"tokenizer_kind": frozenset({"bpe"})})
+    capabilities = Capabilities(conventions={"tokenizer_kind": frozenset({"bpe"}),
+                                             "end_of_word": frozenset({LIBRARY_MARKER})})
 
     def bpe_train(self, words: dict[str, int], num_merges: int, *, end_of_word: str = "</w>") -> list[tuple[str, str]]:
         _check_marker(end_of_word)

@@ -98,7 +98,10 @@ class BPEImplementation(Protocol):
         ...
 
     def bpe_encode(self, word: str, merges: list[tuple[str, str]], *, end_of_word: str = "</w>") -> list[str]:
-        """The symbols of ``word`` (its last symbol ends with ``end_of_word``) after applying ``merges``."""
+        """The symbols of ``word`` (its last symbol ends with ``end_of_word``) after applying ``merges``.
+
+        The marker is the caller's: one that takes only ``</w>`` declares ``end_of_word = {"</w>"}``.
+        """
         ...
 
 
@@ -174,6 +177,10 @@ CONVENTIONS: dict[str, Convention] = {
     "tokenizer_kind": Convention(values=TEXT_KINDS, doc=(
         "the tokenizers tokenize_text and detokenize_text run: words, characters, bpe, byte-bpe, wordpiece, "
         "unigram, bert")),
+    "end_of_word": Convention(values=("any", "</w>"), doc=(
+        "which end-of-word markers bpe_train and bpe_encode take: any non-empty marker passed as end_of_word "
+        "('any'), or only the default '</w>' written into the library ('</w>', as subword-nmt); properties that "
+        "draw another marker are then not applicable")),
     "lone_surrogates": Convention(values=(True, False), doc=(
         "whether a str holding a lone surrogate (U+D800 to U+DFFF alone, not Unicode text) is taken; False: "
         "valid Unicode only, as libraries that store text as UTF-8 require")),
