@@ -190,14 +190,22 @@ class WordVectorTrainerImplementation(Protocol):
     def train_skipgram(self, sentences: list[list[str]], dim: int, window: int, negative: int, epochs: int,
                        seed: int, min_count: int = 1, *, device: str = "cpu") -> tuple[list[str], torch.Tensor]:
         """Train skip-gram with ``negative`` noise words per pair on ``sentences``, drawn from ``seed``; returns
-        the vocabulary (words seen ``min_count`` times or more) and their input vectors ``(V, dim)`` on ``device``."""
+        the vocabulary (words seen ``min_count`` times or more) and their input vectors ``(V, dim)`` on ``device``.
+
+        No subsampling of frequent words (gensim's ``sample=0``): the corpora are a few hundred
+        tokens, where every word is frequent and word2vec's default ``1e-3`` would drop most of them.
+        The learning rate and its schedule are the implementation's own.
+        """
         ...
 
     def train_fasttext(self, sentences: list[list[str]], queries: list[str], dim: int, window: int, negative: int,
                        epochs: int, seed: int, min_n: int = 3, max_n: int = 6, *,
                        device: str = "cpu") -> torch.Tensor:
         """Train FastText's skip-gram (words and their ``min_n``..``max_n`` n-grams) on ``sentences``; returns
-        the trained model's vectors of ``queries`` (seen or unseen words), ``(len(queries), dim)`` on ``device``."""
+        the trained model's vectors of ``queries`` (seen or unseen words), ``(len(queries), dim)`` on ``device``.
+
+        No subsampling of frequent words, as for ``train_skipgram`` (fastText's ``t=1``).
+        """
         ...
 
 
