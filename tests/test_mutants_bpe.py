@@ -485,7 +485,7 @@ CASES = [
     (TRAINING_SPLIT, RIGHT_TO_LEFT), (LONGEST_CORRECTED, GREEDY),
     (BYTE_RANK_ORDER, BYTE_BY_FREQUENCY), (BYTE_RANK_ORDER, BYTE_SINGLE_PASS),
     (SPELLED, DROPS_UNMERGED), (SPELLED, UNK_UNMERGED),
-    (TEXT_ROUND_TRIP, JOINS_WITHOUT_SPACES),
+    (TEXT_ROUND_TRIP, JOINS_WITHOUT_SPACES), (TEXT_ROUND_TRIP, DROPS_ELLIPSIS),
     (BYTE_VOCAB, STRIPS_CONTROLS), (BYTE_VOCAB, CHARACTER_FIRST),
     (BYTE_ROUND_TRIP, DECODE_NFC), (BYTE_ROUND_TRIP, STRIPS_CONTROLS),
     (DECODE_INVALID, DECODE_IGNORE), (DECODE_INVALID, DECODE_PER_TOKEN),
@@ -616,7 +616,7 @@ def test_a_tokenizer_that_splits_at_spaces_only_passes(qualname: str) -> None:
     assert row.outcome == "pass", row
 
 
-@pytest.mark.parametrize("qualname", [BETWEEN, WORD_BY_WORD])
+@pytest.mark.parametrize("qualname", [BETWEEN, WORD_BY_WORD, TEXT_ROUND_TRIP])
 def test_a_tokenizer_that_normalises_to_nfkc_first_passes(qualname: str) -> None:
     """SentencePiece's default normaliser spells ``"try"…"finally"`` with three full stops: a word in its NFKC form
     is still the word (seen on a machine whose Hypothesis drew that training word)."""

@@ -608,13 +608,16 @@ def with_merges_learned_here_every_word_is_spelled_with_vocabulary_symbols_as_wr
 @claim_property("bpe.no-oov", needs=("tokenize_text", "detokenize_text"), dtypes=F64)
 @given(text=training_texts())
 @example(text="  return\tthe\n value ")
+@example(text='\u2018"try"\u2026"except"\u2019 ')  # NFKC writes the ellipsis as three full stops
 def text_of_training_words_comes_back_word_for_word(ctx: Context, text) -> None:
     """Character level on running text: the words come back in order. Whitespace between them may come back as it
     was or as single spaces (a tokenizer that splits on spaces only keeps a tab inside a word; one that splits on
-    all whitespace keeps none); ``back.split() == text.split()`` either way."""
+    all whitespace keeps none); ``back.split() == text.split()`` either way. The text may come back in its NFKC
+    form (a tokenizer may normalise first, as SentencePiece does by default: ``\u2026`` comes back as ``...``)."""
     tokens = ctx.tokenize_text("bpe", text)
     back = ctx.detokenize_text("bpe", tokens)
-    assert back.split() == text.split(), f"{text!r} -> {tokens} -> {back!r}: other words"
+    assert back.split() in (text.split(), nfkc(text).split()), (
+        f"{text!r} -> {tokens} -> {back!r}: other words (nor the words of its NFKC form)")
 
 
 @claim_property("bpe.no-oov", needs=("byte_bpe_encode",), dtypes=F64)
