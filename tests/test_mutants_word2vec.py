@@ -495,3 +495,49 @@ def test_a_softmax_alone_gets_a_judged_cost_row() -> None:
     row = run_row(SOFTMAX_FLOPS, SHORTLIST_ONLY, "float32", profile="mutants")
     assert row.outcome == "fail" and "below 2 B V d" in row.message, row
     assert run_row(SOFTMAX_FLOPS, implementation, "float32").outcome == "pass"
+
+
+def _pairs_by_offset(tokens: list[int], window: int) -> list[tuple[int, int]]:
+    """Correct: the same pairs generated offset by offset (all ``t`` for ``j = -c``, then ``j = -c + 1``, ...)."""
+    return [(tokens[t], tokens[t + j]) for j in range(-window, window + 1) if j != 0
+            for t in range(len(tokens)) if 0 <= t + j < len(tokens)]
+
+
+def _cbow_nearest_first(tokens: list[int], window: int) -> list[tuple[list[int], int]]:
+    """Correct: each context listed nearest word first, and the examples from the end of the text."""
+    examples = []
+    for t in reversed(range(len(tokens)) if len(tokens) > 1 else range(0)):
+        near = sorted((i for i in range(max(0, t - window), min(len(tokens), t + window + 1)) if i != t),
+                      key=lambda i: (abs(i - t), i))
+        examples.append(([tokens[i] for i in near], tokens[t]))
+    return examples
+
+
+def _cbow_one_word_example(tokens: list[int], window: int) -> list[tuple[list[int], int]]:
+    """Wrong: a text of one word gives an example with an empty context."""
+    return [([], tokens[0])] if len(tokens) == 1 else _reference_cbow(tokens, window)
+
+
+def _pairs_one_word_self(tokens: list[int], window: int) -> list[tuple[int, int]]:
+    """Wrong: a text of one word pairs the word with itself."""
+    return [(tokens[0], tokens[0])] if len(tokens) == 1 else _reference_pairs(tokens, window)
+
+
+@pytest.mark.parametrize(("qualname", "right"), [
+    (PAIRS, OneOperation("skipgram-pairs-by-offset", skipgram_pairs=_pairs_by_offset)),
+    (PAIRS_PER_POSITION, OneOperation("skipgram-pairs-by-offset", skipgram_pairs=_pairs_by_offset)),
+    (CBOW_EXAMPLES, OneOperation("cbow-nearest-first", cbow_examples=_cbow_nearest_first)),
+], ids=["pairs", "pairs-per-position", "cbow"])
+def test_examples_in_another_order_pass(qualname: str, right: OneOperation) -> None:
+    """The protocol leaves the order of the examples, and of a context's words, to the implementation."""
+    row = run_row(qualname, right)
+    assert row.outcome == "pass" and row.examples_checked > 0, (row.outcome, row.message)
+
+
+@pytest.mark.parametrize(("qualname", "wrong"), [
+    (CBOW_EXAMPLES, OneOperation("cbow-one-word-example", cbow_examples=_cbow_one_word_example)),
+    (PAIRS_PER_POSITION, OneOperation("skipgram-one-word-self-pair", skipgram_pairs=_pairs_one_word_self)),
+], ids=["cbow", "pairs"])
+def test_a_text_of_one_word_giving_an_example_is_caught(qualname: str, wrong: OneOperation) -> None:
+    row = run_row(qualname, wrong)
+    assert row.outcome == "fail" and "one word" in row.message, (row.outcome, row.message)

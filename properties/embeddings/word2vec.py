@@ -547,10 +547,12 @@ def skipgram_makes_about_2c_examples_per_word_and_cbow_one(ctx: Context, length,
 def skipgram_pairs_each_position_with_up_to_2c_neighbours(ctx: Context, length: int, window: int) -> None:
     """Skip-gram alone, on a text of ``T`` distinct words (so each pair names its positions): position ``t`` is
     the centre of exactly ``min(c, t) + min(c, T - 1 - t)`` pairs, one per neighbour within ``c``, in all
-    ``2cT - c(c+1)`` when ``T > c``."""
+    ``2cT - c(c+1)`` when ``T > c``; a text of one word gives none."""
     ctx.require("skipgram_window", "fixed")
     tokens = list(range(length))
     skipgram = ctx.skipgram_pairs(tokens, window)
+    alone = ctx.skipgram_pairs(tokens[:1], window)
+    assert list(alone) == [], f"a text of one word has no neighbour, so no skip-gram pair; got {alone}"
     per_centre = [sum(1 for centre, _ in skipgram if centre == t) for t in range(length)]
     expected = [min(window, t) + min(window, length - 1 - t) for t in range(length)]
     assert per_centre == expected, (
@@ -567,7 +569,8 @@ def skipgram_pairs_each_position_with_up_to_2c_neighbours(ctx: Context, length: 
 def cbow_makes_one_example_per_position(ctx: Context, length: int, window: int, data) -> None:
     """CBOW alone: a text of ``T >= 2`` words (ids drawn with repeats) gives exactly ``T`` examples, one per
     position, each the centre word with its neighbours within ``c`` (the centre left out, or kept where the
-    implementation declares ``cbow_context = with_centre``), as written out here from the text and the window."""
+    implementation declares ``cbow_context = with_centre``), as written out here from the text and the window;
+    a text of one word gives none."""
     centre_kept = ctx.choices("cbow_context", ("without_centre", "with_centre"))
     vocab = length if data is None else data.draw(st.integers(1, length), label="V")
     tokens = list(range(length)) if data is None else data.draw(
@@ -575,6 +578,8 @@ def cbow_makes_one_example_per_position(ctx: Context, length: int, window: int, 
     cbow = ctx.cbow_examples(tokens, window)
     assert len(cbow) == length, f"{len(cbow)} CBOW examples for {length} words"
     assert_cbow_examples_are_the_windows(cbow, tokens, window, centre_kept)
+    alone = ctx.cbow_examples(tokens[:1], window)
+    assert list(alone) == [], f"a text of one word has no neighbour, so no CBOW example; got {alone}"
 
 
 #: 002's CBOW example: the context ["the", "quick", "fox"] around "brown" in "The quick brown fox jumps".

@@ -146,13 +146,15 @@ class WordVectorTrainingImplementation(Protocol):
     name: str
 
     def skipgram_pairs(self, ids: list[int], window: int) -> list[tuple[int, int]]:
-        """Every ``(ids[t], ids[t + j])`` with ``0 < |j| <= window`` inside the text, by ``t`` then ``j``."""
+        """Every ``(ids[t], ids[t + j])`` with ``0 < |j| <= window`` inside the text, each once, in any order
+        (the order of training examples is the trainer's; the properties compare them as a multiset)."""
         ...
 
     def cbow_examples(self, ids: list[int], window: int) -> list[tuple[list[int], int]]:
-        """``(context, ids[t])`` for each ``t`` with a neighbour; the context is
-        ``ids[max(0, t - window):t] + ids[t + 1:t + window + 1]``: near the start of the text the
-        words on the left are fewer than ``window``, not none."""
+        """``(context, ids[t])`` for each ``t`` with a neighbour, in any order; the context holds the words of
+        ``ids[max(0, t - window):t] + ids[t + 1:t + window + 1]`` in any order (CBOW averages them, and the
+        claims say the order cannot matter): near the start of the text the words on the left are fewer
+        than ``window``, not none. A text of one word has no neighbour, so it gives no example."""
         ...
 
     def skipgram_softmax(self, centre_ids: torch.Tensor, in_table: torch.Tensor,
