@@ -81,10 +81,22 @@ def _fasttext_unseen_ignores_ngrams(sentences, queries, dim, window, negative, e
     return torch.stack(rows).to(device)
 
 
+def _ignores_min_count(sentences, dim, window, negative, epochs, seed, min_count=1, *, device="cpu"):
+    """Wrong: every word kept, whatever ``min_count`` says."""
+    return reference.train_skipgram(sentences, dim, window, negative, epochs, seed, 1, device=device)
+
+
+def _above_min_count(sentences, dim, window, negative, epochs, seed, min_count=1, *, device="cpu"):
+    """Wrong: keeps the words seen more than ``min_count`` times, not ``min_count`` or more."""
+    return reference.train_skipgram(sentences, dim, window, negative, epochs, seed, min_count + 1, device=device)
+
+
 RANDOM = Mutant("skipgram-ignores-contexts", train_skipgram=_random_skipgram)
 NO_WINDOW = Mutant("skipgram-window-0", train_skipgram=_no_window_skipgram)
 FLIPPED = Mutant("skipgram-negative-sign-flipped", train_skipgram=_flipped_skipgram)
 MISALIGNED = Mutant("skipgram-words-misaligned", train_skipgram=_misaligned_skipgram)
+ALL_WORDS = Mutant("skipgram-ignores-min_count", train_skipgram=_ignores_min_count)
+ABOVE_MIN_COUNT = Mutant("skipgram-min_count-exclusive", train_skipgram=_above_min_count)
 FT_FLIPPED = Mutant("fasttext-negative-sign-flipped", train_fasttext=_flipped_fasttext)
 FT_NO_NGRAMS = Mutant("fasttext-without-ngrams", train_fasttext=_fasttext_without_ngrams)
 FT_UNSEEN = Mutant("fasttext-unseen-ignores-ngrams", train_fasttext=_fasttext_unseen_ignores_ngrams)
@@ -107,6 +119,12 @@ def test_a_trainer_without_a_window_is_caught() -> None:
 def test_a_trainer_with_the_negative_sign_flipped_is_caught() -> None:
     assert_caught(SIMILAR, FLIPPED, "float32")
     assert_caught(UNSEEN, FT_FLIPPED, "float32")
+
+
+def test_a_trainer_that_miscounts_min_count_is_caught() -> None:
+    for mutant in (ALL_WORDS, ABOVE_MIN_COUNT):
+        row = assert_caught(SIMILAR, mutant, "float32")
+        assert "min_count=2" in row.message, row.message
 
 
 def test_a_trainer_without_analogies_is_caught() -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections import Counter
 from dataclasses import dataclass
 
 import torch
@@ -42,6 +43,8 @@ WORDS, CONTEXTS, SENTENCES = 3, 4, 100
 DIM, WINDOW, NEGATIVE, EPOCHS = 16, 2, 5, 20
 #: How far (in cosine) the nearest pair across groups must stay below the farthest pair within one.
 MARGIN = 0.2
+#: Words in one-word sentences (no context, so no effect on training): seen once, once, and twice.
+RARE_WORDS = ("zx", "xz", "zz", "zz")
 #: The analogy grid: rows, columns, context words per row and per column, sentences per word.
 ROWS, COLUMNS, GRID_CONTEXTS, GRID_SENTENCES = 3, 3, 3, 30
 #: How far (in cosine to ``b - a + c``) the right answer must lead the best other word of the vocabulary.
@@ -101,13 +104,16 @@ def words_trained_in_the_same_contexts_end_closer_than_words_of_other_contexts(c
                                                                               seed) -> None:
     """Skip-gram with negative sampling, trained by the implementation on a corpus where the words of a group
     share their contexts and never meet the other group's: every two words of one group are closer (cosine)
-    than any word of one group to any of the other, by at least :data:`MARGIN`."""
+    than any word of one group to any of the other, by at least :data:`MARGIN`. The corpus also has
+    :data:`RARE_WORDS` in one-word sentences, and ``min_count=2`` keeps exactly the words seen twice or more."""
     corpus = group_corpus(corpus_seed)
-    words, vectors = ctx.train_skipgram(corpus.sentences, DIM, WINDOW, NEGATIVE, EPOCHS, seed, min_count=1)
-    expected = {w for sentence in corpus.sentences for w in sentence}
-    assert set(words) == expected, (
-        f"with min_count=1 the vocabulary is the corpus's {len(expected)} words; got {len(words)}, "
-        f"missing {sorted(expected - set(words))[:5]}, extra {sorted(set(words) - expected)[:5]}")
+    sentences = corpus.sentences + [[word] for word in RARE_WORDS]  # one-word sentences: no pairs, only counts
+    words, vectors = ctx.train_skipgram(sentences, DIM, WINDOW, NEGATIVE, EPOCHS, seed, min_count=2)
+    counts = Counter(w for sentence in sentences for w in sentence)
+    expected = {w for w, n in counts.items() if n >= 2}
+    assert set(words) == expected and len(words) == len(expected), (
+        f"with min_count=2 the vocabulary is the {len(expected)} words seen twice or more, once each; got "
+        f"{len(words)}, missing {sorted(expected - set(words))[:5]}, extra {sorted(set(words) - expected)[:5]}")
     index = {w: i for i, w in enumerate(words)}
     within, across = group_gap(lambda w: vectors[index[w]], corpus.groups)
     assert within - across >= MARGIN, (
