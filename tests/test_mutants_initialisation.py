@@ -56,11 +56,17 @@ def _laplace_unit_variance(vocab: int, dim: int, seed: int, *, dtype: torch.dtyp
     return (-u.sign() * torch.log1p(-2 * u.abs()) / math.sqrt(2)).to(dtype)
 
 
+def _always_float64(vocab: int, dim: int, seed: int, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Wrong: seeded standard normal, but always in float64, whatever dtype is asked for."""
+    return torch.randn(vocab, dim, generator=_seeded(seed), dtype=torch.float64)
+
+
 IGNORES_SEED = Mutant("init-ignores-the-seed", embedding_init=_ignores_seed)
 UNSEEDED = Mutant("init-from-the-unseeded-global-generator", embedding_init=_unseeded)
 UNIFORM = Mutant("init-uniform-with-variance-1", embedding_init=_uniform_unit_variance)
 CUT = Mutant("init-normal-cut-at-3", embedding_init=_cut_at_three)
 LAPLACE = Mutant("init-laplace-with-variance-1", embedding_init=_laplace_unit_variance)
+ALWAYS_FLOAT64 = Mutant("init-ignores-the-dtype", embedding_init=_always_float64)
 
 CASES = [(SEED, IGNORES_SEED), (SEED, UNSEEDED), (TAILS, UNIFORM), (TAILS, CUT), (TAILS, LAPLACE)]
 
@@ -90,15 +96,21 @@ def test_a_normal_cut_at_three_passes_the_kolmogorov_distance_and_not_the_tails(
     assert row.outcome == "fail" and "entries beyond" in row.message, row.message
 
 
+def test_an_initialiser_that_ignores_the_dtype_is_caught_in_float32() -> None:
+    assert run_row(SEED, ALWAYS_FLOAT64, "float64").outcome == "pass"
+    row = run_row(SEED, ALWAYS_FLOAT64, "float32")
+    assert row.outcome == "error" and "dtype torch.float64" in row.message, (row.outcome, row.message)
+
+
 @pytest.mark.parametrize("name", ["reference", "torch-embedding"])
 def test_correct_initialisers_pass(name: str) -> None:
     if name == "reference":
         from specformer.adapters.reference import implementation
     else:
         from specformer.adapters.torch_embedding import implementation
-    for qualname in (SEED, TAILS):
-        row = run_row(qualname, implementation)
-        assert row.outcome == "pass", (name, qualname, row.message)
+    for qualname, dtype in ((SEED, "float64"), (SEED, "float32"), (TAILS, "float64")):
+        row = run_row(qualname, implementation, dtype)
+        assert row.outcome == "pass", (name, qualname, dtype, row.message)
 
 
 def test_the_false_alarm_is_what_the_spec_states() -> None:
