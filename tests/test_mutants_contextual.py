@@ -26,6 +26,7 @@ DIFFERENT = "contextual.the_same_word_gets_different_vectors_in_different_contex
 BIDIRECTIONAL = "contextual.a_word_to_the_right_changes_the_vector_too"
 SENSES = "contextual.minilm_separates_the_river_and_money_senses_of_bank"
 MAX_CONTEXT = "contextual.minilm_takes_512_positions_and_refuses_513"
+REFUSED_NEVER_CUT = "contextual.a_text_longer_than_the_model_takes_is_refused_never_cut"
 DIMENSIONS = "contextual.bert_base_gives_768_numbers_per_token_and_minilm_384"
 ELMO = "contextual.elmo_gives_2_hidden_numbers_per_token_the_first_half_from_the_left_the_second_from_the_right"
 ELMO_WIDTH = "contextual.elmo_with_hidden_size_h_gives_2h_numbers_per_token_so_002s_gives_2048"
@@ -49,6 +50,14 @@ def _encoder(text: str, layer: int = -1, *, causal: bool = False, alone: bool = 
     return tokens, x.squeeze(0)  # (1, t, d) -> (t, d)
 
 
+def _truncating(text: str, layer: int = -1) -> tuple[list[str], torch.Tensor]:
+    """Wrong: the first 512 words, the rest cut silently (a tokenizer's ``truncation=True``)."""
+    return _encoder(" ".join(word_tokenize(text)[:model.MAX_POSITIONS]), layer)
+
+
+TRUNCATING = Mutant("contextual-cuts-long-texts", token_vectors=_truncating)
+#: Correct: no limit of its own (sinusoidal positions), it answers every word.
+UNLIMITED = Mutant("contextual-without-a-limit", token_vectors=_encoder)
 MIXING_LOOKUP = Mutant("lookup-adds-the-sequence-mean", embedding_lookup=lambda ids, table: table[ids] + table[ids].mean(0))
 STATIC_ONLY = Mutant("contextual-returns-the-static-vector", token_vectors=lambda text, layer=-1: model.token_vectors(text, 0))
 WORD_ALONE = Mutant("contextual-sees-each-word-alone", token_vectors=lambda text, layer=-1: _encoder(text, layer, alone=True))
@@ -62,7 +71,17 @@ CASES = [
     (STATIC, MIXING_LOOKUP),
     (DIFFERENT, STATIC_ONLY), (DIFFERENT, WORD_ALONE), (DIFFERENT, POSITION_MIXED),
     (BIDIRECTIONAL, STATIC_ONLY), (BIDIRECTIONAL, CAUSAL), (BIDIRECTIONAL, WORD_ALONE),
+    (REFUSED_NEVER_CUT, TRUNCATING),
 ]
+
+
+def test_a_long_text_refused_or_answered_whole_passes() -> None:
+    """The reference refuses past its 512 positions; a model without a limit answers all 4,100 words."""
+    from specformer.adapters.reference import implementation
+
+    for right in (implementation, UNLIMITED):
+        row = run_row(REFUSED_NEVER_CUT, right)
+        assert row.outcome == "pass", (right.name, row.outcome, row.message)
 
 
 @pytest.mark.parametrize(("qualname", "mutant"), CASES, ids=[f"{q.split('.', 1)[1][:30]}-{m.name}" for q, m in CASES])

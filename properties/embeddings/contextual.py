@@ -213,6 +213,27 @@ def minilm_takes_512_positions_and_refuses_513(ctx: Context, _) -> None:
         raise AssertionError("the adapter took 513 tokens")
 
 
+#: Words of the long text: past the 512, 1,024, 2,048 and 4,096 positions of common models, and short enough
+#: (a 4,100 x 4,100 score matrix, 134 MB in float64) for a model without a limit to answer.
+LONG_TEXT_WORDS = 4100
+
+
+@claim_property("contextual.max-context", needs=("token_vectors",), dtypes=("float64",), max_examples=1)
+@given(st.just(None))
+def a_text_longer_than_the_model_takes_is_refused_never_cut(ctx: Context, _) -> None:
+    """The protocol's rule for a model's maximum context: a text of :data:`LONG_TEXT_WORDS` words (``bank``
+    repeated) is either refused with a ValueError, or answered whole, one ``bank`` token per word; a model
+    that cuts it to what it takes (a tokenizer's ``truncation=True``) answers fewer."""
+    answer = ctx.token_vectors_answer("bank " * LONG_TEXT_WORDS, -1)
+    if isinstance(answer, str):
+        return
+    tokens, vectors = answer
+    banks = sum(1 for t in tokens if t.lower() == "bank")
+    assert banks == LONG_TEXT_WORDS, (
+        f"a text of {LONG_TEXT_WORDS} words 'bank' came back with {banks} 'bank' tokens of {len(tokens)}: cut "
+        "instead of refused with a ValueError")
+
+
 @claim_property("contextual.dimensions", needs=(), about="library", dtypes=("float64",), max_examples=1)
 @given(st.just(None))
 def bert_base_gives_768_numbers_per_token_and_minilm_384(ctx: Context, _) -> None:

@@ -205,6 +205,22 @@ class EmbeddingCalls(_Base):
         return tokens, _own_vectors("token_vectors", result[1], len(tokens), "token vectors")
 
 
+    def token_vectors_answer(self, text: str, layer: int = -1) -> tuple[list[str], torch.Tensor] | str:
+        """:meth:`token_vectors`, or the message of the ValueError the implementation raises for ``text``.
+
+        Any other exception, and any answer of the wrong type or shape, is an
+        :class:`~specformer.context.ImplementationError` as for :meth:`token_vectors`.
+        """
+        from specformer.context import ImplementationError
+
+        try:
+            return self.token_vectors(text, layer)
+        except ImplementationError as exc:
+            if f"{self.impl_name}.token_vectors raised ValueError" in str(exc):
+                return str(exc)
+            raise
+
+
 def _own_vectors(op: str, value: object, rows: int, what: str) -> torch.Tensor:
     """A returned ``(rows, d)`` tensor of the implementation's own vectors, as float64 on the CPU.
 
