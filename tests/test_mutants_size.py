@@ -56,6 +56,14 @@ def test_a_count_that_misses_the_target_embedding_is_caught() -> None:
     assert_caught(CORRECTED, _counter(change))
 
 
+def test_a_second_token_table_without_a_second_stack_is_caught() -> None:
+    """An encoder alone (no decoder) has one token table even when the embeddings are not shared."""
+    def change(c: ModelConfig, n: int) -> int:
+        return n + (c.vocab_size * c.d_model if not c.decoder_layers and not c.shared_embeddings else 0)
+
+    assert_caught(CORRECTED, _counter(change))
+
+
 def test_a_count_that_shares_the_output_layer_whatever_the_config_is_caught() -> None:
     mutant = Mutant("always-tied", count_parameters=lambda c: count_parameters(dataclasses.replace(c, tied_output=True)))
     assert_caught(EMBEDDINGS, mutant)
