@@ -6,6 +6,10 @@
   and wrong ones still fail.
 * An implementation that declares ``returns_weights`` False (outputs only, like a fused
   kernel) gets its weight rows *not applicable* without a single call; its other rows run.
+* An implementation whose causal mask is aligned bottom-right (FlashAttention's and
+  x-transformers' key-value-cache convention: query ``i`` sees keys ``j <= i + t_k - t_q``)
+  and declares ``causal_alignment`` so passes every property that asks for ``causal=True``;
+  undeclared, or wrong in another way, it fails.
 
 The multi-head property that reaches ``d_k != d_model / h`` is tested in ``test_mutants_multihead.py``.
 """
@@ -176,3 +180,102 @@ def test_torch_sdpa_declares_the_weights_it_recovers() -> None:
     assert not declared.supports("returns_weights", False)
     row = run_row("attention.rows_of_the_weights_sum_to_one", TorchSDPA(), "float32")
     assert row.outcome == "pass" and row.examples_out_of_domain == 0, f"{row.outcome}, {row.message}"
+
+
+# -- causal_alignment --------------------------------------------------------------------------
+class BottomRight(ReferenceImplementation):
+    """The reference's attention with its causal mask aligned bottom-right (``tril(t_k - t_q)``), with or without a
+    mask; ``offset`` moves the diagonal (1: each query also sees the next key, wrong), ``unmasked_only`` aligns
+    bottom-right only when no mask is given (wrong: the convention is one alignment)."""
+
+    def __init__(self, declared: frozenset[str] | None, offset: int = 0, unmasked_only: bool = False) -> None:
+        self.name = f"bottom-right{'+' + str(offset) if offset else ''}{'-unmasked-only' if unmasked_only else ''}"
+        self.offset, self.unmasked_only = offset, unmasked_only
+        if declared is not None:
+            self.capabilities = Capabilities(conventions={"causal_alignment": declared})
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        if causal and not (self.unmasked_only and mask is not None):
+            t_q, t_k = q.shape[-2], k.shape[-2]
+            allowed = torch.ones(t_q, t_k, dtype=torch.bool, device=q.device).tril(t_k - t_q + self.offset)
+            mask, causal = allowed if mask is None else mask & allowed, False
+        return super().attention(q, k, v, mask, causal=causal)
+
+
+def _causal_properties() -> list[str]:
+    """Every property that asks the implementation's attention for ``causal=True``."""
+    return sorted(name for name, prop in load_properties().items()
+                  if "attention" in prop.needs and "causal=True" in prop.source)
+
+
+#: The properties that draw ``causal=True`` with ``t_q != t_k``: the only ones where the alignments differ.
+UNEQUAL = ("masking.a_causal_flag_without_a_mask_aligns_top_left_when_t_q_and_t_k_differ",
+           "masking.a_causal_flag_and_a_mask_combine_aligned_top_left",
+           "masking.a_causal_flag_with_a_mask_equals_the_combined_mask_without_the_flag")
+
+
+def test_the_causal_properties_are_the_ones_expected() -> None:
+    causal = _causal_properties()
+    assert set(UNEQUAL) <= set(causal) and len(causal) >= 9, causal
+
+
+def test_a_declared_bottom_right_alignment_passes_every_causal_property() -> None:
+    impl = BottomRight(frozenset({"bottom-right"}))
+    for name in _causal_properties():
+        row = run_row(name, impl, "float64")
+        assert row.as_expected and row.outcome in ("pass", "refuted"), f"{name}: {row.outcome}, {row.message}"
+        assert row.examples_checked > 0, name
+
+
+@pytest.mark.parametrize("name", UNEQUAL)
+def test_an_undeclared_bottom_right_alignment_fails(name: str) -> None:
+    """Undeclared, the implementation is held to the protocol's top-left alignment."""
+    assert_caught(name, BottomRight(None), "float64")
+
+
+class TopLeft(ReferenceImplementation):
+    """The reference (top-left), declaring ``causal_alignment`` as given."""
+
+    def __init__(self, declared: frozenset[str]) -> None:
+        self.name = f"top-left-declaring-{'-and-'.join(sorted(declared))}"
+        self.capabilities = Capabilities(conventions={"causal_alignment": declared})
+
+
+BR = frozenset({"bottom-right"})
+
+
+@pytest.mark.parametrize(("name", "impl"), [
+    (UNEQUAL[0], BottomRight(BR, offset=1)),  # each query sees one key too many
+    (UNEQUAL[1], BottomRight(BR, offset=1)),
+    (UNEQUAL[2], BottomRight(BR, offset=1)),
+    (UNEQUAL[1], BottomRight(BR, unmasked_only=True)),  # top-left when a mask is given
+    (UNEQUAL[2], BottomRight(BR, unmasked_only=True)),
+    (UNEQUAL[0], TopLeft(BR)),  # a wrong declaration
+    (UNEQUAL[1], TopLeft(BR)),
+], ids=["unmasked-offset-1", "masked-offset-1", "combined-offset-1", "masked-top-left-with-a-mask",
+        "combined-top-left-with-a-mask", "unmasked-top-left-declared-bottom-right",
+        "masked-top-left-declared-bottom-right"])
+def test_a_wrong_implementation_declaring_bottom_right_still_fails(name: str, impl: object) -> None:
+    assert_caught(name, impl, "float64")
+
+
+def test_declaring_both_alignments_accepts_either() -> None:
+    both = frozenset({"top-left", "bottom-right"})
+    for impl in (BottomRight(both), TopLeft(both)):
+        for name in UNEQUAL:
+            row = run_row(name, impl, "float64")
+            assert row.outcome == "pass", f"{impl.name} {name}: {row.outcome}, {row.message}"
+
+
+def test_x_transformers_declares_its_bottom_right_alignment_and_passes() -> None:
+    """x-transformers' ``Attend`` aligns bottom-right and declares it; float32, where its softmax is exact enough."""
+    pytest.importorskip("x_transformers")
+    from specformer.adapters.xtransformers_attention import XTransformersAttention
+
+    impl = XTransformersAttention()
+    declared = declared_capabilities(impl)
+    assert declared is not None and declared.supports("causal_alignment", "bottom-right")
+    assert not declared.supports("causal_alignment", "top-left")
+    for name in UNEQUAL:
+        row = run_row(name, impl, "float32")
+        assert row.outcome == "pass", f"{name}: {row.outcome}, {row.message}"

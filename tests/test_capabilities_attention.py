@@ -39,7 +39,8 @@ def test_refusing_inside_the_declaration_is_an_error(qualname: str) -> None:
 
 def test_the_family_registers_its_conventions() -> None:
     assert FAMILY.conventions is CONVENTIONS or dict(FAMILY.conventions) == CONVENTIONS
-    assert set(CONVENTIONS) == {"separate_key_value", "value_width", "key_width", "returns_weights"}
+    assert set(CONVENTIONS) == {"separate_key_value", "value_width", "key_width", "returns_weights", "causal_alignment"}
+    assert CONVENTIONS["causal_alignment"].default == ("top-left",)  # the protocol's; another is declared
     for convention in CONVENTIONS.values():
         assert convention.doc and len(convention.values) >= 2
 

@@ -112,7 +112,7 @@ def test_the_transposed_causal_matrix_is_not_causal(monkeypatch) -> None:
 
 
 def test_every_masking_property_is_covered(properties) -> None:
-    covered = ({qualname for qualname, _ in CASES + PATH_CASES + SECOND_CHECKS}
+    covered = ({qualname for qualname, _ in CASES + PATH_CASES + SECOND_CHECKS + ALIGNMENT_CASES}
                | {qualname for qualname, _, _ in MATH})
     mine = {q for q, p in properties.items() if p.module == "masking"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
@@ -209,3 +209,52 @@ def test_a_finfo_min_fill_is_correct_on_very_negative_scores(dtype: str) -> None
         assert row.outcome == "refuted", f"{impl.name}: {row.outcome}, {row.message}"
     row = run_row("masking.a_causal_flag_with_a_mask_equals_the_combined_mask_without_the_flag", reference, dtype)
     assert row.outcome == "pass", f"{row.outcome}, {row.message}"
+
+
+# -- the causal flag without a mask for t_q != t_k (a fast path for mask=None aligned otherwise) ---------------
+def _bottom_right_without_a_mask(q, k, v, mask=None, *, causal=False):
+    """Top-left with a mask; the path for ``mask=None`` aligns bottom-right (FlashAttention's convention)."""
+    if mask is None and causal:
+        mask, causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril(k.shape[-2] - q.shape[-2]), False
+    return attention_with()(q, k, v, mask, causal=causal)
+
+
+BOTTOM_RIGHT_WITHOUT_A_MASK = Mutant("causal-bottom-right-without-a-mask", _bottom_right_without_a_mask)
+LEAN_PATH_NOT_CAUSAL = Mutant("need-weights-false-not-causal", lambda q, k, v, mask=None, *, causal=False,
+                              need_weights=True: attention_with()(q, k, v, mask, causal=causal and need_weights))
+UNMASKED_UNEQUAL = "masking.a_causal_flag_without_a_mask_aligns_top_left_when_t_q_and_t_k_differ"
+MASKED_UNEQUAL = ("masking.a_causal_flag_and_a_mask_combine_aligned_top_left",
+                  "masking.a_causal_flag_with_a_mask_equals_the_combined_mask_without_the_flag")
+
+ALIGNMENT_CASES = [
+    (UNMASKED_UNEQUAL, BOTTOM_RIGHT_WITHOUT_A_MASK),
+    (UNMASKED_UNEQUAL, BOTTOM_RIGHT_CAUSAL),
+    (UNMASKED_UNEQUAL, IGNORES_CAUSAL),
+    (UNMASKED_UNEQUAL, CAUSAL_OFF_BY_ONE),
+    (UNMASKED_UNEQUAL, CAUSAL_EXCLUDES_SELF),
+    (UNMASKED_UNEQUAL, LEAN_PATH_NOT_CAUSAL),
+]
+
+
+@pytest.mark.parametrize(("qualname", "mutant"), ALIGNMENT_CASES,
+                         ids=[f"{q.split('.', 1)[1]}-{m.name}" for q, m in ALIGNMENT_CASES])
+def test_the_causal_flag_without_a_mask_is_checked_for_unequal_lengths(qualname: str, mutant: Mutant) -> None:
+    row = assert_caught(qualname, mutant)
+    if mutant is LEAN_PATH_NOT_CAUSAL:
+        assert "need_weights=False" in row.message, row.message
+
+
+@pytest.mark.parametrize("qualname", MASKED_UNEQUAL)
+def test_the_masked_properties_alone_miss_a_bottom_right_path_for_mask_none(qualname: str) -> None:
+    """The gap the unmasked property closes: every property with a mask passes the fast-path mutant."""
+    row = run_row(qualname, BOTTOM_RIGHT_WITHOUT_A_MASK, profile="mutants")
+    assert row.outcome == "pass", f"{row.outcome}: {row.message}"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_reference_aligns_top_left_without_a_mask(dtype: str) -> None:
+    from specformer.adapters.reference import implementation as reference
+
+    row = run_row(UNMASKED_UNEQUAL, reference, dtype)
+    assert row.outcome == "pass", f"{row.outcome}, {row.message}"
+    assert row.examples_checked >= 20

@@ -5,7 +5,9 @@ masks come from :mod:`specformer.reference.attention.masks`, which only builds b
 (``tril``, ``arange < length``, ``|i - j| <= w``). Expected values come from the float64
 formulas of :mod:`.expected` or from invariance: perturbing what a mask hides must
 change nothing. Refutations (``expect="counterexample"``) state a claim exactly as the
-documents write it and carry a hand-picked counterexample.
+documents write it and carry a hand-picked counterexample. The properties that draw
+``causal=True`` with ``t_q != t_k`` compare with the causal alignment the implementation
+declares (``causal_alignment``; undeclared: top-left, the protocol's).
 
 Properties with ``needs=()`` check the mathematics or PyTorch itself (the fill value of
 the documents' code, the mask conventions of PyTorch's two attention entry points).
@@ -14,6 +16,7 @@ the documents' code, the mask conventions of PyTorch's two attention entry point
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -86,6 +89,38 @@ def _causal_formula(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[
     return attention_formula(q, k, v, causal_mask(q.shape[1], k.shape[1]))
 
 
+#: The values of the protocol's ``causal_alignment`` and the keys each lets query ``i`` see.
+CAUSAL_ALIGNMENTS = {"top-left": "j <= i", "bottom-right": "j <= i + t_k - t_q"}
+
+
+def aligned_causal_mask(t_q: int, t_k: int, alignment: str) -> torch.Tensor:
+    """``(t_q, t_k)``, True = may attend: ``[j <= i]`` aligned top-left (the protocol's), ``[j <= i + t_k - t_q]``
+    aligned bottom-right (the key-value-cache convention; its first ``t_q - t_k`` rows are empty when ``t_q > t_k``)."""
+    if alignment == "top-left":
+        return causal_mask(t_q, t_k)
+    return torch.ones(t_q, t_k, dtype=torch.bool).tril(t_k - t_q)
+
+
+def _on_rows(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``x (B, t_q, ·)`` with the rows outside ``rows`` (bool, broadcast to ``(B, t_q)``) set to 0: rows with no
+    key are judged by ``masking.fully-masked-row``, not here."""
+    return x.masked_fill(~rows[..., None], 0.0)
+
+
+def under_the_declared_alignment(ctx: Context, check: Callable[[str], None]) -> None:
+    """``check(alignment)`` for each ``causal_alignment`` the implementation declares (undeclared: top-left, the
+    protocol's); passes when one passes, else fails with every failure."""
+    alignments = ctx.choices("causal_alignment", tuple(CAUSAL_ALIGNMENTS))
+    failures = []
+    for alignment in alignments:
+        try:
+            check(alignment)
+            return
+        except AssertionError as exc:
+            failures.append(str(exc) if len(alignments) == 1 else f"aligned {alignment}: {exc}")
+    raise AssertionError("; ".join(failures))
+
+
 # -- the causal mask ---------------------------------------------------------------------
 
 
@@ -113,6 +148,53 @@ def later_positions_do_not_change_earlier_outputs_under_an_explicit_causal_mask(
 
 
 @st.composite
+def unequal_length_cases(draw: st.DrawFn) -> AttentionCase:
+    """Inputs without a mask, ``t_q != t_k`` either way (each ``1..5``, or realistic): under the top-left causal
+    mask every query keeps key 0."""
+    large = draw(sf.realistic())
+    b, t_q = draw(sf.sizes(large, 1, 2, "batch")), draw(sf.sizes(large, 1, 5, "t"))
+    t_k = draw(sf.sizes(large, 1, 5, "t").filter(lambda t: t != t_q))
+    d_k, d_v = draw(sf.sizes(large, 1, 4, "d")), draw(sf.sizes(large, 1, 4, "d"))
+    x = lambda t, d: draw(sf.tensors((b, t, d)))  # noqa: E731
+    return AttentionCase(x(t_q, d_k), x(t_k, d_k), x(t_k, d_v))
+
+
+@claim_property("masking.causal-no-future")
+@given(case=unequal_length_cases())
+@example(case=AttentionCase(  # t_q = 2 < t_k = 3: top-left gives query 0 key 0 only, bottom-right keys 0 and 1
+    q=torch.ones(1, 2, 1, dtype=torch.float64), k=torch.tensor([[[0.0], [1.0], [2.0]]], dtype=torch.float64),
+    v=torch.tensor([[[1.0], [2.0], [3.0]]], dtype=torch.float64),
+))
+@example(case=AttentionCase(  # t_q = 3 > t_k = 2: top-left gives query 1 keys 0 and 1, bottom-right key 0 only
+    q=torch.ones(1, 3, 1, dtype=torch.float64), k=torch.tensor([[[0.0], [1.0]]], dtype=torch.float64),
+    v=torch.tensor([[[1.0], [2.0]]], dtype=torch.float64),
+))
+def a_causal_flag_without_a_mask_aligns_top_left_when_t_q_and_t_k_differ(ctx: Context, case) -> None:
+    """``causal=True`` and no mask, ``t_q < t_k`` or ``t_q > t_k``: the formula with ``M_ij = [j <= i]``, rows and
+    columns counted from the first (top-left, the protocol's convention), output and weights on every path.
+
+    An implementation that declares ``causal_alignment`` bottom-right is compared with ``[j <= i + t_k - t_q]``
+    instead, on the queries that keep a key.
+    """
+    t_q, t_k = case.q.shape[1], case.k.shape[1]
+    results = ctx.attention_paths(case.q, case.k, case.v, None, causal=True)
+
+    def check(alignment: str) -> None:
+        allowed = aligned_causal_mask(t_q, t_k, alignment)  # (t_q, t_k)
+        rows = allowed.any(-1)  # (t_q,): every row when aligned top-left
+        output, weights = attention_formula(case.q, case.k, case.v, allowed)
+        rule = CAUSAL_ALIGNMENTS[alignment]
+        for path, result in results:
+            ctx.assert_close(_on_rows(result.output, rows), _on_rows(output, rows),
+                             f"output with causal=True, no mask, t_q={t_q}, t_k={t_k}, keys {rule}{path}")
+            if result.weights is not None:
+                ctx.assert_close(_on_rows(result.weights, rows), _on_rows(weights, rows),
+                                 f"weights with causal=True, no mask, t_q={t_q}, t_k={t_k}, keys {rule}")
+
+    under_the_declared_alignment(ctx, check)
+
+
+@st.composite
 def causal_masked_cases(draw: st.DrawFn) -> AttentionCase:
     """Inputs with ``t_q``, ``t_k`` drawn apart (often unequal) and a mask that keeps key 0 in
     every row, so that the mask and the causal mask together leave each query a key."""
@@ -131,33 +213,57 @@ def causal_masked_cases(draw: st.DrawFn) -> AttentionCase:
 ))
 def a_causal_flag_and_a_mask_combine_aligned_top_left(ctx: Context, case) -> None:
     """``causal=True`` with a mask ``M``: the formula with ``M_ij and [j <= i]``, rows and columns
-    counted from the first (top-left alignment, the protocol's convention), also for ``t_q != t_k``."""
+    counted from the first (top-left alignment, the protocol's convention), also for ``t_q != t_k``.
+
+    An implementation that declares ``causal_alignment`` bottom-right is compared with
+    ``M_ij and [j <= i + t_k - t_q]`` instead, on the queries that keep a key.
+    """
     t_q, t_k = case.q.shape[1], case.k.shape[1]
-    output, weights = attention_formula(case.q, case.k, case.v, case.mask & causal_mask(t_q, t_k))
-    for path, result in ctx.attention_paths(case.q, case.k, case.v, case.mask, causal=True):
-        ctx.assert_close(result.output, output, f"output with causal=True and a mask, t_q={t_q}, t_k={t_k}{path}")
-        if result.weights is not None:
-            ctx.assert_close(result.weights, weights, f"weights with causal=True and a mask, t_q={t_q}, t_k={t_k}")
+    results = ctx.attention_paths(case.q, case.k, case.v, case.mask, causal=True)
+
+    def check(alignment: str) -> None:
+        combined = case.mask & aligned_causal_mask(t_q, t_k, alignment)  # (B, t_q, t_k)
+        rows = combined.any(-1)  # (B, t_q): every row when aligned top-left (key 0 stays)
+        output, weights = attention_formula(case.q, case.k, case.v, combined)
+        rule = CAUSAL_ALIGNMENTS[alignment]
+        for path, result in results:
+            ctx.assert_close(_on_rows(result.output, rows), _on_rows(output, rows),
+                             f"output with causal=True and a mask, t_q={t_q}, t_k={t_k}, keys {rule}{path}")
+            if result.weights is not None:
+                ctx.assert_close(_on_rows(result.weights, rows), _on_rows(weights, rows),
+                                 f"weights with causal=True and a mask, t_q={t_q}, t_k={t_k}, keys {rule}")
+
+    under_the_declared_alignment(ctx, check)
 
 
 @claim_property("masking.causal-no-future")
 @given(case=causal_masked_cases())
 def a_causal_flag_with_a_mask_equals_the_combined_mask_without_the_flag(ctx: Context, case) -> None:
     """Second check, without the formula: ``Attention(M, causal=True) = Attention(M and [j <= i], causal=False)``,
-    and every key that ``M`` or the causal mask removes gets weight exactly 0."""
+    and every key that ``M`` or the causal mask removes gets weight exactly 0.
+
+    An implementation that declares ``causal_alignment`` bottom-right is compared with the mask
+    ``M and [j <= i + t_k - t_q]`` instead, on the queries that keep a key.
+    """
     t_q, t_k = case.q.shape[1], case.k.shape[1]
-    combined = case.mask & causal_mask(t_q, t_k)  # (B, t_q, t_k): key 0 stays in every row
     flagged = ctx.attention(case.q, case.k, case.v, case.mask, causal=True)
-    explicit = ctx.attention(case.q, case.k, case.v, combined)
-    ctx.assert_close(flagged.output, explicit.output,
-                     f"causal=True with mask M vs mask M and [j <= i] without the flag, t_q={t_q}, t_k={t_k}",
-                     scale=t_k)
-    if flagged.weights is not None:
-        removed = flagged.weights.masked_select(~combined)
-        assert (removed == 0).all(), (
-            f"causal=True with a mask: a key removed by the mask or by causality has weight "
-            f"{removed.abs().max().item():.3g}, expected exactly 0"
-        )
+
+    def check(alignment: str) -> None:
+        combined = case.mask & aligned_causal_mask(t_q, t_k, alignment)  # (B, t_q, t_k)
+        rows = combined.any(-1)  # (B, t_q): every row when aligned top-left (key 0 stays)
+        explicit = ctx.attention(case.q, case.k, case.v, combined)
+        rule = CAUSAL_ALIGNMENTS[alignment]
+        ctx.assert_close(_on_rows(flagged.output, rows), _on_rows(explicit.output, rows),
+                         f"causal=True with mask M vs mask M and [{rule}] without the flag, t_q={t_q}, t_k={t_k}",
+                         scale=t_k)
+        if flagged.weights is not None:
+            removed = flagged.weights.masked_select(~combined & rows[..., None])
+            assert (removed == 0).all(), (
+                f"causal=True with a mask: a key removed by the mask or by causality ({rule}) has weight "
+                f"{removed.abs().max().item():.3g}, expected exactly 0"
+            )
+
+    under_the_declared_alignment(ctx, check)
 
 
 @claim_property("masking.causal-prefix-consistency")

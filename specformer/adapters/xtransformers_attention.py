@@ -8,7 +8,10 @@
   ``d_k^{-1/2}``. The mask is boolean with True = may attend, the protocol's convention;
   the adapter broadcasts it to ``(N, 1, t_q, t_k)`` because ``Attend`` reads a 2-D mask
   as a key-padding mask ``(B, t_k)``. ``causal=True`` is passed to ``Attend`` as its own
-  ``causal`` flag, unconverted. The weights are ``Attend``'s intermediates
+  ``causal`` flag, unconverted: ``Attend`` aligns it bottom-right (query ``i`` sees keys
+  ``j <= i + t_k - t_q``, the key-value-cache convention; none for the first
+  ``t_q - t_k`` queries when ``t_q > t_k``), and the adapter declares
+  ``causal_alignment = {"bottom-right"}``. The weights are ``Attend``'s intermediates
   (``post_softmax_attn``).
 * ``multihead_attention``: ``x_transformers.x_transformers.Attention`` with
   ``dim = d_model``, ``heads = h``, ``dim_head = d_k``, ``value_dim_head = d_v`` and
@@ -20,9 +23,8 @@
   ``(heads, t_q, t_k)``.
 
 What the library does differently is left for the suite to see: ``Attend`` computes the
-softmax in float32 whatever the input dtype, masks with ``-finfo(dtype).max`` and zeroes
-the output (not the weights) of a fully masked row, and aligns its causal mask to the
-bottom right (query ``i`` sees keys ``j <= i + t_k - t_q``; none for ``t_q = 1``).
+softmax in float32 whatever the input dtype, and masks with ``-finfo(dtype).max`` and zeroes
+the output (not the weights) of a fully masked row.
 Not applicable: keys different from values (``Attention`` projects both from
 ``context``).
 
@@ -92,8 +94,10 @@ class XTransformersAttention:
     """``Attend`` for single-head attention, ``Attention`` for multi-head attention."""
 
     name = NAME
-    #: Attention projects keys and values from one context; its rotate_half pairs (2i, 2i + 1).
-    capabilities = Capabilities(conventions={"separate_key_value": {False}, "pairing": {"interleaved"}})
+    #: Attention projects keys and values from one context; its rotate_half pairs (2i, 2i + 1); Attend aligns its
+    #: causal mask bottom-right (create_causal_mask: triu(t_k - t_q + 1) masked).
+    capabilities = Capabilities(conventions={"separate_key_value": {False}, "pairing": {"interleaved"},
+                                             "causal_alignment": {"bottom-right"}})
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
                   *, causal: bool = False) -> AttentionOutput:

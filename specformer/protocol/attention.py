@@ -5,6 +5,10 @@ Conventions (the same for every implementation; adapters convert):
 * batch first; ``q``: ``(B, t_q, d_k)``, ``k``: ``(B, t_k, d_k)``, ``v``: ``(B, t_k, d_v)``;
 * a boolean ``mask`` broadcastable to ``(B, t_q, t_k)`` with **True = may attend**
   (the documents' convention: ``masked_fill(mask == 0, -inf)``);
+* ``causal=True`` counts rows and columns from the first query and key (top-left
+  alignment, as ``torch.nn.functional.scaled_dot_product_attention``): query ``i`` sees
+  keys ``j <= i`` also when ``t_q != t_k``; an implementation aligned bottom-right (the
+  key-value-cache convention) declares ``causal_alignment``;
 * projections multiply on the right, ``Q = X W^Q`` with ``W^Q`` of shape
   ``(d_model, h * d_k)``, as in the documents.
 
@@ -46,12 +50,19 @@ class AttentionImplementation(Protocol):
         """``softmax(q k^T / sqrt(d_k) + mask) v`` and its weights.
 
         ``causal=True`` asks the implementation to apply its own causal mask (query
-        ``i`` attends to keys ``j <= i``) in addition to ``mask``. ``weights`` of the
-        result may be ``None`` when the implementation cannot expose them, or when
-        ``need_weights=False`` (an optional parameter: the suite passes it only to
-        implementations that accept it, so that cost counts see the output alone). An
-        implementation that never returns them declares ``returns_weights`` False in its
-        capabilities: the properties about the weights are then not applicable at once.
+        ``i`` attends to keys ``j <= i``) in addition to ``mask``, with or without one.
+        Rows and columns count from the first query and key (top-left alignment), also
+        for ``t_q != t_k``: with ``t_q = 2`` and ``t_k = 3`` query 0 sees key 0 alone,
+        and with ``t_q > t_k`` every query sees key 0. An implementation aligned
+        bottom-right (query ``i`` sees keys ``j <= i + t_k - t_q``, the key-value-cache
+        convention of FlashAttention) declares ``causal_alignment = {"bottom-right"}``;
+        the two agree when ``t_q = t_k``.
+
+        ``weights`` of the result may be ``None`` when the implementation cannot expose
+        them, or when ``need_weights=False`` (an optional parameter: the suite passes it
+        only to implementations that accept it, so that cost counts see the output alone).
+        An implementation that never returns them declares ``returns_weights`` False in
+        its capabilities: the properties about the weights are then not applicable at once.
         """
         ...
 
@@ -112,6 +123,17 @@ CONVENTIONS: dict[str, Convention] = {
         doc="attention returns its weights A beside the output (True), or the output only, as fused kernels do "
             "(False): the properties about A are then not applicable at once, before any call; an implementation "
             "that declares True must return them whenever they are asked for",
+    ),
+    "causal_alignment": Convention(
+        values=("top-left", "bottom-right"),
+        doc="where attention(causal=True) places its causal mask when t_q != t_k: rows and columns counted from "
+            "the first query and key, query i sees keys j <= i ('top-left', the protocol's, as "
+            "torch.nn.functional.scaled_dot_product_attention), or from the last, j <= i + t_k - t_q "
+            "('bottom-right', the key-value-cache convention of FlashAttention and x-transformers, where the first "
+            "t_q - t_k queries of a t_q > t_k call see no key). The two agree when t_q = t_k; the properties that "
+            "draw t_q != t_k compare with the declared alignment, on the queries it leaves a key. Undeclared: "
+            "top-left.",
+        default=("top-left",),
     ),
 }
 
