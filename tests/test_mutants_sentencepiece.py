@@ -1,6 +1,7 @@
 """Every property of ``properties/tokenization/sentencepiece.py`` catches at least one wrong tokenizer.
 
-Mutants wrap the reference's SentencePiece-style ``"unigram"`` tokenizer (or its ``wordpiece``)
+Mutants wrap the reference's SentencePiece-style ``"unigram"`` tokenizer (or its ``wordpiece``,
+or the ``"wordpiece"`` and ``"bert"`` text tokenizers built on it in ``test_mutants_wordpiece``)
 and break one thing; the library facts are mis-stated by monkeypatching the property module.
 """
 
@@ -16,7 +17,8 @@ from mutants import Mutant
 from specformer.properties.tokenization import sentencepiece as props
 from specformer.protocol import NotApplicable
 from specformer.reference.tokenization import sentencepiece as spref
-from test_mutants_wordpiece import NO_PREFIX
+from test_mutants_wordpiece import (BERT_KEEPS_CASE, BERT_TEXT, NO_PREFIX, TEXT_NO_PREFIX, WORDPIECE_TEXT,
+                                    WORDPIECE_TEXT_LOWER, text_wordpiece)
 from test_reference_tokenization_subword import implementation as REFERENCE
 
 MARKER = "\u2581"
@@ -131,6 +133,13 @@ def _prune_largest(words, pieces, size):
     return {x: v - total for x, v in kept.items()}
 
 
+#: Detokenizers that do not read the words back from ``##``: glued together, or spaced with the prefix left on.
+WORDPIECE_GLUED = text_wordpiece("wordpiece-detokenize-glues-words", "wordpiece",
+                                 detokenize=lambda tokens: "".join(tokens).replace("##", ""))
+BERT_GLUED = text_wordpiece("bert-detokenize-glues-words", "bert", lower=True,
+                            detokenize=lambda tokens: "".join(tokens).replace("##", ""))
+BERT_SPACED = text_wordpiece("bert-detokenize-keeps-the-prefix", "bert", lower=True, detokenize=" ".join)
+
 MARKER_CHARACTER = "sentencepiece.the_marker_is_u2581_and_an_underscore_stays_an_ordinary_character"
 MARKER_CHARACTER_AS_WRITTEN = "sentencepiece.the_marker_is_the_underscore_as_written"
 LANGUAGE_AGNOSTIC = "sentencepiece.trained_on_text_without_spaces_it_finds_the_words"
@@ -143,6 +152,9 @@ ROUND_TRIP_AS_WRITTEN = "sentencepiece.detokenizing_restores_any_text_as_written
 WORDPIECE_BOUNDARIES = "sentencepiece.wordpiece_prefixes_recover_the_words"
 MARKER_BOUNDARIES = "sentencepiece.sentencepiece_markers_recover_the_words"
 BOUNDARIES_AS_WRITTEN = "sentencepiece.subword_markers_always_recover_the_words_as_written"
+WORDPIECE_WORDS_BACK = "sentencepiece.the_wordpiece_detokenizer_reads_the_words_back_from_the_prefixes"
+BERT_WORDS_BACK = "sentencepiece.bert_detokenizer_reads_the_lower_cased_words_back_from_the_prefixes"
+BERT_DOCUMENTS_PIECES = "sentencepiece.bert_detokenizer_joins_the_documents_pieces_into_their_words"
 BOTH_MODELS = "sentencepiece.sentencepiece_trains_both_bpe_and_unigram_models"
 USED_BY = "sentencepiece.t5_and_llama_tokenizers_are_sentencepiece_models"
 
@@ -151,6 +163,9 @@ CASES = [
     (NO_SPANNING, MERGES_WORDS),
     (ROUND_TRIP_UNIGRAM, DROPS_MARKERS), (ROUND_TRIP_BPE, DROPS_MARKERS),
     (WORDPIECE_BOUNDARIES, NO_PREFIX),
+    (WORDPIECE_WORDS_BACK, WORDPIECE_GLUED), (WORDPIECE_WORDS_BACK, TEXT_NO_PREFIX),
+    (BERT_WORDS_BACK, BERT_GLUED), (BERT_WORDS_BACK, BERT_SPACED), (BERT_WORDS_BACK, BERT_KEEPS_CASE),
+    (BERT_DOCUMENTS_PIECES, BERT_GLUED), (BERT_DOCUMENTS_PIECES, BERT_SPACED),
     (MARKER_BOUNDARIES, STRIPS_MARKERS), (MARKER_BOUNDARIES, MERGES_WORDS),
     (MARKER_CHARACTER, UNDERSCORE_MARKER), (MARKER_CHARACTER, STRIPS_MARKERS),
     (LANGUAGE_AGNOSTIC, PRUNES_LARGEST), (LANGUAGE_AGNOSTIC, CHARACTER_SEGMENTS),
@@ -172,6 +187,16 @@ def test_the_reference_passes_and_is_refuted_where_the_documents_overstate() -> 
     assert run_row(ROUND_TRIP_BPE, REFERENCE).outcome == "not-applicable"
     for qualname in (WHITESPACE_AS_WRITTEN, ROUND_TRIP_AS_WRITTEN, BOUNDARIES_AS_WRITTEN):
         assert run_row(qualname, REFERENCE).outcome == "refuted", qualname
+
+
+@pytest.mark.parametrize(("qualname", "impl"), [
+    (WORDPIECE_WORDS_BACK, WORDPIECE_TEXT), (WORDPIECE_WORDS_BACK, WORDPIECE_TEXT_LOWER),
+    (BERT_WORDS_BACK, BERT_TEXT), (BERT_DOCUMENTS_PIECES, BERT_TEXT),
+], ids=["wordpiece", "wordpiece-lower-cased", "bert", "bert-documents-pieces"])
+def test_detokenizers_that_join_the_continuations_pass(qualname: str, impl: Mutant) -> None:
+    row = run_row(qualname, impl)
+    assert row.outcome == "pass", row
+    assert run_row(qualname, REFERENCE).outcome == "not-applicable"  # the reference holds neither kind
 
 
 @pytest.mark.parametrize(("qualname", "mutant"), [

@@ -1,20 +1,25 @@
 """Every property of ``properties/tokenization/wordpiece.py`` catches at least one wrong WordPiece.
 
-Mutants replace ``wordpiece`` (and ``tokenize_text`` for kind ``"bert"``); the library facts
-are mis-stated by monkeypatching the property module. Rows that need the shipped BERT
-vocabulary, ``tokenizers`` or ``transformers`` are skipped where those are absent.
+Mutants replace ``wordpiece`` (and ``tokenize_text`` / ``detokenize_text`` for kinds
+``"wordpiece"`` and ``"bert"``, built here from the reference's ``wordpiece`` and a small
+vocabulary); the library facts are mis-stated by monkeypatching the property module. Rows
+that need the shipped BERT vocabulary, ``tokenizers`` or ``transformers`` are skipped where
+those are absent.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import string
 
 import pytest
 
 from conftest import assert_caught, run_row
 from mutants import Mutant
-from specformer.protocol import Capabilities
+from specformer.protocol import Capabilities, NotApplicable
 from specformer.properties.tokenization import wordpiece as props
+from specformer.properties.tokenization.strategies import plain_words
 from specformer.reference.tokenization.wordpiece import wordpiece as reference_wordpiece
 from test_reference_tokenization_subword import implementation as REFERENCE
 
@@ -86,7 +91,72 @@ BERT_NO_PREFIX = Mutant("bert-no-continuation-prefix", tokenize_text=_bert_kind(
 for _mutant in (BERT_SHORTEST, BERT_NO_PREFIX):  # they run kind "bert", which the reference does not declare
     _mutant.capabilities = Capabilities(conventions={"tokenizer_kind": frozenset({"bert"})})
 
+def _prefix_written_in(word, vocab, *, unk="[UNK]", prefix="##", max_chars=100):
+    """Wrong: ``prefix = "##"`` written in, whatever the caller passes."""
+    return reference_wordpiece(word, vocab, unk=unk, prefix="##", max_chars=max_chars)
+
+
+PREFIX_WRITTEN_IN = Mutant("prefix-written-in", wordpiece=_prefix_written_in)
+#: The same, declared: it takes only ``##`` (as transformers' WordpieceTokenizer does).
+PREFIX_DECLARED = Mutant("prefix-written-in-declared", wordpiece=_prefix_written_in)
+PREFIX_DECLARED.capabilities = Capabilities(conventions={"wordpiece_prefix": frozenset({"##"})})
+
+
+# -- kinds "wordpiece" and "bert" on running text: built from the reference's wordpiece ---------------
+
+
+@functools.lru_cache(maxsize=1)
+def text_vocabulary() -> frozenset[str]:
+    """Every ASCII letter in both forms, and each plain word's first three letters and its rest with ``##``."""
+    words = plain_words()
+    return frozenset({*string.ascii_letters, *("##" + c for c in string.ascii_letters), *(w[:3] for w in words),
+                      *("##" + w[3:] for w in words if len(w) > 3)})
+
+
+def _glue(tokens):
+    """The detokenizer the protocol describes: each ``##`` piece joined to the one before, words spaced."""
+    return " ".join(tokens).replace(" ##", "")
+
+
+def text_wordpiece(name: str, kind: str, *, lower: bool = False, pieces=lambda ps: ps, detokenize=_glue) -> Mutant:
+    """A ``kind`` tokenizer: split at whitespace, optionally lower-case, ``wordpiece`` each word with
+    :func:`text_vocabulary`; ``pieces`` rewrites the pieces of each word, ``detokenize`` joins tokens back."""
+
+    def tokenize_text(k, text):
+        if k != kind:
+            raise NotApplicable(f"no {k!r} tokenizer")
+        return [p for w in (text.lower() if lower else text).split()
+                for p in pieces(reference_wordpiece(w, text_vocabulary()))]
+
+    def detokenize_text(k, tokens):
+        if k != kind:
+            raise NotApplicable(f"no {k!r} tokenizer")
+        return detokenize(list(tokens))
+
+    mutant = Mutant(name, tokenize_text=tokenize_text, detokenize_text=detokenize_text)
+    mutant.capabilities = Capabilities(conventions={"tokenizer_kind": frozenset({kind})})
+    return mutant
+
+
+def _marks_word_starts(pieces):
+    """Wrong (SentencePiece's way round): the prefix on each word's first piece, none on the rest."""
+    return ["##" + pieces[0], *(p[2:] for p in pieces[1:])] if pieces else pieces
+
+
+WORDPIECE_TEXT = text_wordpiece("wordpiece-text", "wordpiece")
+WORDPIECE_TEXT_LOWER = text_wordpiece("wordpiece-text-lower-cased", "wordpiece", lower=True)
+BERT_TEXT = text_wordpiece("bert-text", "bert", lower=True)
+TEXT_NO_PREFIX = text_wordpiece("text-continuations-without-prefix", "wordpiece",
+                                pieces=lambda ps: [p.removeprefix("##") for p in ps])
+TEXT_MARKS_STARTS = text_wordpiece("text-prefix-on-word-starts", "wordpiece", pieces=_marks_word_starts)
+BERT_KEEPS_CASE = text_wordpiece("bert-keeps-case", "bert")
+BERT_UNPREFIXED = text_wordpiece("bert-continuations-without-prefix", "bert", lower=True,
+                                 pieces=lambda ps: [p.removeprefix("##") for p in ps])
+
 GREEDY = "wordpiece.wordpiece_is_greedy_longest_match_first_with_the_prefix"
+ANOTHER_PREFIX = "wordpiece.with_another_prefix_the_pieces_are_the_greedy_ones_spelled_with_it"
+TEXT_PREFIX = "wordpiece.the_wordpiece_tokenizer_puts_the_prefix_on_every_piece_that_continues_a_word"
+BERT_TEXT_PREFIX = "wordpiece.bert_puts_the_prefix_on_every_piece_that_continues_a_lower_cased_word"
 UNKNOWN = "wordpiece.a_word_is_unknown_exactly_when_a_character_is_missing_or_it_is_too_long"
 NO_UNKNOWN_AS_WRITTEN = "wordpiece.subword_tokenization_leaves_no_word_unknown_as_written"
 FREQUENCY = "wordpiece.wordpiece_trainer_merges_the_most_frequent_pair_first"
@@ -97,6 +167,9 @@ USED_BY_AS_WRITTEN = "wordpiece.bert_distilbert_and_albert_all_use_wordpiece_as_
 CASES = [
     (GREEDY, SHORTEST), (GREEDY, NO_PREFIX), (GREEDY, KEEPS_PIECES), (GREEDY, NO_LIMIT), (GREEDY, FEWEST),
     (UNKNOWN, FALLBACK), (UNKNOWN, KEEPS_PIECES), (UNKNOWN, NO_LIMIT), (UNKNOWN, NO_PREFIX),
+    (ANOTHER_PREFIX, PREFIX_WRITTEN_IN), (ANOTHER_PREFIX, SHORTEST), (ANOTHER_PREFIX, NO_PREFIX),
+    (TEXT_PREFIX, TEXT_NO_PREFIX), (TEXT_PREFIX, TEXT_MARKS_STARTS),
+    (BERT_TEXT_PREFIX, BERT_KEEPS_CASE), (BERT_TEXT_PREFIX, BERT_UNPREFIXED),
 ]
 EXAMPLE_CASES = [
     ("wordpiece.embeddings_is_em_bed_ding_s_in_bert", SHORTEST),
@@ -180,6 +253,42 @@ def test_the_model_table_is_checked_both_ways(monkeypatch) -> None:
     monkeypatch.setattr(props, "tokenizer_model", lambda model: "WordPiece")
     row = run_row(USED_BY_AS_WRITTEN, None)
     assert row.outcome == "fail" and row.message.startswith("no counterexample"), row
+
+
+def test_a_prefix_written_in_passes_with_hashes_and_is_caught_with_another_prefix() -> None:
+    assert run_row(GREEDY, PREFIX_WRITTEN_IN, profile="mutants").outcome == "pass"  # what "##" alone cannot see
+    assert run_row(ANOTHER_PREFIX, REFERENCE).outcome == "pass"
+    row = assert_caught(ANOTHER_PREFIX, PREFIX_WRITTEN_IN)
+    assert "prefix=" in row.message, row
+    assert PREFIX_WRITTEN_IN.wordpiece("abab", ["a", "ab", "@@a", "@@b"], prefix="@@") == ["[UNK]"]
+
+
+def test_an_implementation_that_declares_only_hashes_is_not_asked_for_another_prefix() -> None:
+    row = run_row(ANOTHER_PREFIX, PREFIX_DECLARED)
+    assert row.outcome == "not-applicable" and "wordpiece_prefix" in row.message, row
+    assert run_row(GREEDY, PREFIX_DECLARED).outcome == "pass"
+
+
+def test_the_bert_adapter_declares_its_one_prefix() -> None:
+    from specformer.adapters.hf_bert_tokenizer import implementation as bert
+
+    assert bert.capabilities.conventions["wordpiece_prefix"] == frozenset({"##"})
+    row = run_row(ANOTHER_PREFIX, bert)  # refused before any call: transformers is not needed
+    assert row.outcome == "not-applicable" and "wordpiece_prefix" in row.message, row
+
+
+@pytest.mark.parametrize(("qualname", "impl"), [
+    (TEXT_PREFIX, WORDPIECE_TEXT), (TEXT_PREFIX, WORDPIECE_TEXT_LOWER), (BERT_TEXT_PREFIX, BERT_TEXT)],
+    ids=["wordpiece", "wordpiece-lower-cased", "bert"])
+def test_text_tokenizers_that_prefix_continuations_pass(qualname: str, impl: Mutant) -> None:
+    row = run_row(qualname, impl)
+    assert row.outcome == "pass", row
+
+
+def test_the_text_properties_need_their_kind() -> None:
+    for qualname in (TEXT_PREFIX, BERT_TEXT_PREFIX):
+        row = run_row(qualname, REFERENCE)
+        assert row.outcome == "not-applicable" and "tokenizer_kind" in row.message, row
 
 
 def test_the_mutants_are_wrong_where_the_reference_is_right() -> None:

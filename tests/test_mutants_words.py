@@ -75,6 +75,11 @@ END_OF_WORD_TOKENS = with_parts("end-of-word-token-after-each-word", words=lambd
 UTF8_BYTES = with_parts("characters-are-utf8-bytes", characters=lambda text: [
     chr(b) for b in text.encode("utf-8", "surrogatepass")], detokenize_characters=lambda tokens: bytes(
         ord(t) for t in tokens).decode("utf-8", "surrogatepass"))
+SPACED_CHARACTERS = with_parts("characters-joined-with-spaces", detokenize_characters=" ".join)
+CHARACTERS_WITHOUT_WHITESPACE = with_parts("character-detokenize-drops-whitespace", detokenize_characters=lambda tokens: (
+    "".join(t for t in tokens if not t.isspace())))
+NFC_CHARACTERS = with_parts("character-detokenize-composes", detokenize_characters=lambda tokens: (
+    unicodedata.normalize("NFC", "".join(tokens))))
 
 CASES = [
     ("words.word_tokens_keep_every_character_but_whitespace_in_order", DROPS_PUNCTUATION),
@@ -88,6 +93,9 @@ CASES = [
     ("words.held_out_text_has_words_the_training_part_lacks", CHARACTERS_AS_WORDS),
     ("words.detokenized_text_tokenizes_back_and_is_a_fixed_point", JOINS_WITHOUT_SPACES),
     ("words.character_tokens_are_the_code_points", UTF8_BYTES),
+    ("words.character_tokens_join_back_into_the_text", SPACED_CHARACTERS),
+    ("words.character_tokens_join_back_into_the_text", CHARACTERS_WITHOUT_WHITESPACE),
+    ("words.character_tokens_join_back_into_the_text", NFC_CHARACTERS),
     ("words.character_tokens_work_the_same_in_every_script", UTF8_BYTES),
     ("words.unseen_characters_are_out_of_a_learned_character_vocabulary", UTF8_BYTES),
     ("words.a_text_has_at_least_as_many_characters_as_word_tokens", END_OF_WORD_TOKENS),

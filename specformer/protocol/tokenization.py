@@ -24,8 +24,9 @@ Conventions (the same for every implementation; adapters convert):
   takes counts of pre-split pieces (``bytes``), ``byte_bpe_encode`` encodes any text
   (its own pre-split, documented by the implementation) into byte tokens and
   ``byte_bpe_decode`` joins them back into text;
-* ``wordpiece`` splits one word with a given vocabulary, continuation pieces carrying a
-  prefix (``"##"``), returning ``[unk]`` when the word cannot be covered;
+* ``wordpiece`` splits one word with a given vocabulary, continuation pieces carrying the
+  caller's prefix (``prefix``, ``"##"`` by default, BERT's), returning ``[unk]`` when the
+  word cannot be covered;
 * ``unigram_segment`` returns a segmentation of one word into pieces of a given unigram
   model (piece -> log-probability) that maximises the sum of the log-probabilities; among
   segmentations of equal total any one may be returned;
@@ -44,15 +45,24 @@ Conventions (the same for every implementation; adapters convert):
   implementation holds (trained by itself, deterministically, on :data:`TRAINING_CORPUS`,
   or shipped with its library) on running text. ``kind`` names it: ``"words"`` (a word
   tokenizer), ``"characters"``, ``"bpe"``, ``"byte-bpe"``, ``"wordpiece"``,
-  ``"unigram"``, ``"bert"`` (the shipped BERT vocabulary). No property depends on the
-  size of a trained tokenizer: a few hundred merges or pieces are enough, and keep a
-  straightforward trainer (recounting every pair after each merge) to seconds. Train on
-  first use rather than when the implementation is created: a worker started for one row
-  (another process, after a crash) then pays only for what the row uses.
+  ``"unigram"``, ``"bert"`` (BERT's uncased tokenizer with the shipped vocabulary). For
+  three kinds the tokens and the text given back are fixed: ``"characters"`` gives one
+  token per code point, and its detokenizer joins them, so every text comes back;
+  ``"wordpiece"`` and ``"bert"`` give each word's pieces in order, every piece after a
+  word's first carrying ``"##"``, and their detokenizers join each ``"##"`` piece to the
+  one before (without the prefix) and put one space between words. ``"bert"`` lower-cases
+  and strips accents first; a ``"wordpiece"`` tokenizer may lower-case too; how they
+  split and space punctuation is theirs. No property depends on the size of a trained
+  tokenizer: a few hundred merges or pieces are enough, and keep a straightforward
+  trainer (recounting every pair after each merge) to seconds. Train on first use rather
+  than when the implementation is created: a worker started for one row (another
+  process, after a crash) then pays only for what the row uses.
 
 Conventions (:data:`CONVENTIONS`, declared by an adapter in its ``capabilities``):
 ``tokenizer_kind``, the kinds ``tokenize_text`` runs (a property that needs another kind
-is not applicable at once); ``lone_surrogates``, whether a ``str`` holding a lone
+is not applicable at once); ``end_of_word``, whether ``bpe_train`` and ``bpe_encode`` take
+any marker or only ``"</w>"``; ``wordpiece_prefix``, whether ``wordpiece`` takes any
+continuation prefix or only ``"##"``; ``lone_surrogates``, whether a ``str`` holding a lone
 surrogate is taken (``False``: the library takes valid Unicode only, and the properties
 draw none for it). Inside what it declares (everything, without a declaration) an adapter
 answers every example: a refusal (:class:`~specformer.protocol.base.NotApplicable`) there
@@ -130,7 +140,10 @@ class WordPieceImplementation(Protocol):
 
     def wordpiece(self, word: str, vocab: list[str], *, unk: str = "[UNK]", prefix: str = "##",
                   max_chars: int = 100) -> list[str]:
-        """The pieces of ``word`` (pieces after the first carry ``prefix``), or ``[unk]``."""
+        """The pieces of ``word`` (pieces after the first carry ``prefix``), or ``[unk]``.
+
+        The prefix is the caller's: one that takes only ``##`` declares ``wordpiece_prefix = {"##"}``.
+        """
         ...
 
 
@@ -181,6 +194,10 @@ CONVENTIONS: dict[str, Convention] = {
         "which end-of-word markers bpe_train and bpe_encode take: any non-empty marker passed as end_of_word "
         "('any'), or only the default '</w>' written into the library ('</w>', as subword-nmt); properties that "
         "draw another marker are then not applicable")),
+    "wordpiece_prefix": Convention(values=("any", "##"), doc=(
+        "which continuation prefixes wordpiece takes: any prefix passed as prefix ('any'), or only BERT's "
+        "'##' written into the library ('##', as transformers' WordpieceTokenizer); properties that draw another "
+        "prefix are then not applicable")),
     "lone_surrogates": Convention(values=(True, False), doc=(
         "whether a str holding a lone surrogate (U+D800 to U+DFFF alone, not Unicode text) is taken; False: "
         "valid Unicode only, as libraries that store text as UTF-8 require")),
