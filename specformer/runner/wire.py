@@ -25,6 +25,7 @@ import copy
 import dataclasses
 import json
 import math
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -82,6 +83,8 @@ ITEMSIZE: dict[str, int] = {name: torch.empty((), dtype=d).element_size() for na
 _NUMPY_DTYPES = frozenset({torch.float64, torch.float32, torch.float16, torch.int64, torch.int32, torch.int16,
                            torch.int8, torch.uint8, torch.complex64, torch.complex128})
 _ATOMS = (str, int, float, bool, type(None), bytes)
+#: A UTF-16 surrogate code point: such strings cross as UTF-32 code units, each surrogate kept alone.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def tensor_bytes(t: torch.Tensor) -> bytes:
@@ -107,6 +110,10 @@ def encode(value: Any) -> bytes:
         return {"at": at, "n": len(data)}
 
     def node(x: Any, depth: int) -> Any:
+        if type(x) is str and _SURROGATE.search(x):
+            # JSON would join a high and a low surrogate that stand next to each other into one character
+            cut = x if len(x) <= MAX_STRING else x[:MAX_STRING] + " [cut]"
+            return {"$t": "str", **blob(cut.encode("utf-32-le", "surrogatepass"))}
         if x is None or type(x) in (bool, str, int):
             return x
         if depth > MAX_DEPTH:
@@ -213,6 +220,14 @@ def decode(message: bytes) -> Any:
             return float(n["v"])
         if tag == "bytes":
             return bytes(chunk(n))
+        if tag == "str":
+            raw = bytes(chunk(n))
+            if len(raw) % 4:
+                raise WireError("a tagged str must hold whole UTF-32 code units")
+            try:
+                return raw.decode("utf-32-le", "surrogatepass")
+            except UnicodeDecodeError as exc:
+                raise WireError(f"a tagged str is not UTF-32: {exc}") from None
         if tag == "object":
             return Opaque(str(n.get("type"))[:200])
         items = n.get("v")
