@@ -53,3 +53,17 @@ def assert_caught(qualname: str, mutant: object, dtype: str = "float64") -> RowR
         f"{qualname} did not catch mutant {getattr(mutant, 'name', mutant)!r}: outcome {row.outcome}, {row.message}"
     )
     return row
+
+
+def assert_judged_alone(right: object, wrong: object, alone: tuple[str, ...], together: tuple[str, ...]) -> None:
+    """An implementation of one operation: the properties in ``together`` (which need another operation too) leave
+    ``right`` not applicable; those in ``alone`` (which need only its operation) pass ``right``, with examples
+    checked, and fail ``wrong``."""
+    for qualname in together:
+        row = run_row(qualname, right)
+        assert row.outcome == "not-applicable", (qualname, row.outcome, row.message)
+    for qualname in alone:
+        row = run_row(qualname, right)
+        assert row.outcome == "pass" and row.examples_checked > 0, (qualname, row.outcome, row.message)
+        row = run_row(qualname, wrong)
+        assert row.outcome == "fail", (qualname, row.outcome, row.message)

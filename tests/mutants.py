@@ -43,6 +43,18 @@ class Mutant(ReferenceImplementation):
             setattr(self, method, fn)
 
 
+class OneOperation:
+    """An implementation that provides the given operations and nothing else (no reference behind it), so
+    that every property that needs another operation is not applicable to it."""
+
+    def __init__(self, name: str, capabilities: Any = None, **methods: Any) -> None:
+        self.name = name
+        if capabilities is not None:
+            self.capabilities = capabilities
+        for method, fn in methods.items():
+            setattr(self, method, fn)
+
+
 SOFTMAX_WRONG_AXIS = Mutant("softmax-over-queries", attention_with(softmax_dim=-2))
 NO_SCALE = Mutant("no-scale", attention_with(lambda q, k: q @ k.transpose(-2, -1)))
 SCALE_BY_D = Mutant("scale-by-d_k", attention_with(lambda q, k: q @ k.transpose(-2, -1) / q.shape[-1]))

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from conftest import assert_caught, run_row
-from mutants import Mutant
+from mutants import Mutant, OneOperation
 from specformer.reference.attention.attention import scaled_dot_product_attention
 from specformer.reference.attention.multihead import merge_heads, split_heads
 from specformer.reference.blocks.attention_sublayer import multi_head
@@ -86,15 +86,6 @@ CASES += [(ORDER, EPS_FIXED), (DECODER_ONLY, EPS_FIXED),
 
 # -- a library with a decoder layer alone gets a judged decoder-only row ----------------------------------
 DECODER_ONLY_ALONE = "decoder.a_decoder_layer_without_cross_attention_is_the_written_out_causal_encoder_layer"
-
-
-class OneOperation:
-    """An implementation that provides ``decoder_layer`` and nothing else (no reference behind it)."""
-
-    def __init__(self, name: str, **methods: object) -> None:
-        self.name = name
-        for method, fn in methods.items():
-            setattr(self, method, fn)
 
 
 def _reference_decoder(x, memory, w, *, heads, norm_first, activation="relu", eps=1e-5):

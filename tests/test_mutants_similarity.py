@@ -7,8 +7,8 @@ import importlib.util
 import pytest
 import torch
 
-from conftest import assert_caught, run_row
-from mutants import Mutant
+from conftest import assert_caught, assert_judged_alone, run_row
+from mutants import Mutant, OneOperation
 from specformer.properties.embeddings import similarity
 from specformer.protocol import Capabilities
 
@@ -86,17 +86,6 @@ UNIT_COS = "similarity.the_cosine_of_unit_vectors_is_their_dot_product"
 UNIT_DISTANCE = "similarity.the_squared_distance_of_unit_vectors_is_two_minus_twice_their_cosine"
 MAGNITUDE_COS = "similarity.the_cosine_of_rescaled_vectors_is_the_formulas_on_the_originals"
 MAGNITUDE_DISTANCE = "similarity.the_euclidean_distance_scales_with_the_vectors"
-
-
-class OneOperation:
-    """An implementation that provides one similarity operation and nothing else (no reference behind it)."""
-
-    def __init__(self, name: str, capabilities: Capabilities | None = None, **methods: object) -> None:
-        self.name = name
-        if capabilities is not None:
-            self.capabilities = capabilities
-        for method, fn in methods.items():
-            setattr(self, method, fn)
 
 
 def _reference_cosine(a, b):
@@ -268,14 +257,7 @@ def test_one_operation_gets_judged_rows(right: OneOperation, wrong: OneOperation
                                         together: tuple[str, ...]) -> None:
     """An implementation of one of the two operations: the properties that need both leave it not applicable, the
     ones that need only its operation pass it when it is right and fail it when it is wrong."""
-    for qualname in together:
-        row = run_row(qualname, right)
-        assert row.outcome == "not-applicable", (qualname, row.outcome, row.message)
-    for qualname in alone:
-        row = run_row(qualname, right)
-        assert row.outcome == "pass" and row.examples_checked > 0, (qualname, row.outcome, row.message)
-        row = run_row(qualname, wrong)
-        assert row.outcome == "fail", (qualname, row.outcome, row.message)
+    assert_judged_alone(right, wrong, alone, together)
 
 
 def _cosine_in_the_dtype(a, b):

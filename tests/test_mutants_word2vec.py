@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import assert_caught, run_row
-from mutants import Mutant
+from conftest import assert_caught, assert_judged_alone, run_row
+from mutants import Mutant, OneOperation
 from specformer.protocol import Capabilities
 from specformer.properties.embeddings import word2vec
 
@@ -422,15 +422,6 @@ def test_words_with_contexts_of_their_own_are_caught(monkeypatch) -> None:
 # -- a library with one operation gets judged rows -------------------------------------------------
 
 
-class OneOperation:
-    """An implementation that provides one word2vec operation and nothing else (no reference behind it)."""
-
-    def __init__(self, name: str, **methods: object) -> None:
-        self.name = name
-        for method, fn in methods.items():
-            setattr(self, method, fn)
-
-
 def _reference_pairs(tokens: list[int], window: int) -> list[tuple[int, int]]:
     from specformer.reference.embeddings.word2vec import skipgram_pairs
 
@@ -474,14 +465,7 @@ def test_one_operation_gets_judged_rows(right: OneOperation, wrong: OneOperation
                                         together: tuple[str, ...]) -> None:
     """An implementation of one operation: the properties that need two leave it not applicable, the ones that
     need only its operation pass it when it is right and fail it when it is wrong."""
-    for qualname in together:
-        row = run_row(qualname, right)
-        assert row.outcome == "not-applicable", (qualname, row.outcome, row.message)
-    for qualname in alone:
-        row = run_row(qualname, right)
-        assert row.outcome == "pass" and row.examples_checked > 0, (qualname, row.outcome, row.message)
-        row = run_row(qualname, wrong)
-        assert row.outcome == "fail", (qualname, row.outcome, row.message)
+    assert_judged_alone(right, wrong, alone, together)
 
 
 def test_a_softmax_alone_gets_a_judged_cost_row() -> None:

@@ -121,6 +121,29 @@ def under_the_declared_alignment(ctx: Context, check: Callable[[str], None]) -> 
     raise AssertionError("; ".join(failures))
 
 
+
+def causal_against_the_formula(ctx: Context, case: AttentionCase, mask: torch.Tensor | None, what: str) -> None:
+    """Attention with ``causal=True`` (and ``mask``, or none) on every path against the formula with the causal
+    mask of the declared alignment (and ``mask``), output and weights, on the queries that keep a key."""
+    t_q, t_k = case.q.shape[1], case.k.shape[1]
+    results = ctx.attention_paths(case.q, case.k, case.v, mask, causal=True)
+
+    def check(alignment: str) -> None:
+        allowed = aligned_causal_mask(t_q, t_k, alignment)  # (t_q, t_k)
+        if mask is not None:
+            allowed = mask & allowed  # (B, t_q, t_k)
+        rows = allowed.any(-1)  # every row when aligned top-left (key 0 stays)
+        output, weights = attention_formula(case.q, case.k, case.v, allowed)
+        rule = CAUSAL_ALIGNMENTS[alignment]
+        for path, result in results:
+            ctx.assert_close(_on_rows(result.output, rows), _on_rows(output, rows),
+                             f"output with causal=True and {what}, t_q={t_q}, t_k={t_k}, keys {rule}{path}")
+            if result.weights is not None:
+                ctx.assert_close(_on_rows(result.weights, rows), _on_rows(weights, rows),
+                                 f"weights with causal=True and {what}, t_q={t_q}, t_k={t_k}, keys {rule}")
+
+    under_the_declared_alignment(ctx, check)
+
 # -- the causal mask ---------------------------------------------------------------------
 
 
@@ -176,22 +199,7 @@ def a_causal_flag_without_a_mask_aligns_top_left_when_t_q_and_t_k_differ(ctx: Co
     An implementation that declares ``causal_alignment`` bottom-right is compared with ``[j <= i + t_k - t_q]``
     instead, on the queries that keep a key.
     """
-    t_q, t_k = case.q.shape[1], case.k.shape[1]
-    results = ctx.attention_paths(case.q, case.k, case.v, None, causal=True)
-
-    def check(alignment: str) -> None:
-        allowed = aligned_causal_mask(t_q, t_k, alignment)  # (t_q, t_k)
-        rows = allowed.any(-1)  # (t_q,): every row when aligned top-left
-        output, weights = attention_formula(case.q, case.k, case.v, allowed)
-        rule = CAUSAL_ALIGNMENTS[alignment]
-        for path, result in results:
-            ctx.assert_close(_on_rows(result.output, rows), _on_rows(output, rows),
-                             f"output with causal=True, no mask, t_q={t_q}, t_k={t_k}, keys {rule}{path}")
-            if result.weights is not None:
-                ctx.assert_close(_on_rows(result.weights, rows), _on_rows(weights, rows),
-                                 f"weights with causal=True, no mask, t_q={t_q}, t_k={t_k}, keys {rule}")
-
-    under_the_declared_alignment(ctx, check)
+    causal_against_the_formula(ctx, case, None, "no mask")
 
 
 @st.composite
@@ -218,22 +226,7 @@ def a_causal_flag_and_a_mask_combine_aligned_top_left(ctx: Context, case) -> Non
     An implementation that declares ``causal_alignment`` bottom-right is compared with
     ``M_ij and [j <= i + t_k - t_q]`` instead, on the queries that keep a key.
     """
-    t_q, t_k = case.q.shape[1], case.k.shape[1]
-    results = ctx.attention_paths(case.q, case.k, case.v, case.mask, causal=True)
-
-    def check(alignment: str) -> None:
-        combined = case.mask & aligned_causal_mask(t_q, t_k, alignment)  # (B, t_q, t_k)
-        rows = combined.any(-1)  # (B, t_q): every row when aligned top-left (key 0 stays)
-        output, weights = attention_formula(case.q, case.k, case.v, combined)
-        rule = CAUSAL_ALIGNMENTS[alignment]
-        for path, result in results:
-            ctx.assert_close(_on_rows(result.output, rows), _on_rows(output, rows),
-                             f"output with causal=True and a mask, t_q={t_q}, t_k={t_k}, keys {rule}{path}")
-            if result.weights is not None:
-                ctx.assert_close(_on_rows(result.weights, rows), _on_rows(weights, rows),
-                                 f"weights with causal=True and a mask, t_q={t_q}, t_k={t_k}, keys {rule}")
-
-    under_the_declared_alignment(ctx, check)
+    causal_against_the_formula(ctx, case, case.mask, "a mask")
 
 
 @claim_property("masking.causal-no-future")
