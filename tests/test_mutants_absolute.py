@@ -47,6 +47,20 @@ NOISY = KindMutant("sinusoid-plus-fresh-noise", "sinusoidal",
 CONSTANT = KindMutant("every-position-gets-pe-0", "sinusoidal",
                       lambda p, d: sinusoidal.encoding(torch.zeros_like(p), d))
 
+PAST_TWO_TO_THE_D = "absolute.a_position_past_two_to_the_d_is_refused_or_wraps_around"
+#: Wrong: a position past the last one the bits tell apart takes the last one's encoding.
+BITS_CLAMPED = KindMutant("binary-clamps-past-two-to-the-d", "binary",
+                          lambda p, d: absolute.bits(p.clamp(max=2**d - 1), d))
+#: Right: the d lowest bits, whatever the position (no refusal).
+BITS_WRAPPED = KindMutant("binary-keeps-the-lowest-bits", "binary", lambda p, d: absolute.bits(p % 2**d, d))
+
+
+def test_a_position_past_two_to_the_d_refused_or_wrapped_passes() -> None:
+    for right in (ReferenceImplementation(), BITS_WRAPPED):
+        row = run_row(PAST_TWO_TO_THE_D, right)
+        assert row.outcome == "pass", (getattr(right, "name", right), row.outcome, row.message)
+
+
 from mutants import Mutant  # noqa: E402
 from specformer.reference.positions.learned import input_embedding, learned_positions  # noqa: E402
 
@@ -139,6 +153,7 @@ CASES = [
     ("absolute.an_encoding_depends_on_the_position_alone", NOISY),
     ("absolute.binary_encodings_are_the_bits_and_distinct_below_two_to_the_d", BITS_MSB_FIRST),
     ("absolute.no_linear_map_shifts_binary_encodings", BITS_SHIFT_LINEARLY),
+    (PAST_TWO_TO_THE_D, BITS_CLAMPED), (PAST_TWO_TO_THE_D, BITS_MSB_FIRST),
     ("absolute.adding_positions_makes_self_attention_see_the_order", CONSTANT),
 ]
 

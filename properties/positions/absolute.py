@@ -280,6 +280,25 @@ def a_power_of_two_sets_one_feature_and_the_first_feature_flips_every_step(ctx: 
         f"feature 0 over positions {run.tolist()} is {first.tolist()}, expected the parities")
 
 
+@claim_property("absolute.bits-distinct", needs=NEEDS)
+@given(d_model=st.integers(1, 40), data=st.data())
+@example(d_model=3, data=None)
+def a_position_past_two_to_the_d_is_refused_or_wraps_around(ctx: Context, d_model, data) -> None:
+    """Past the last position the bits tell apart: a position ``p >= 2^d`` (up to ``2^(d+3)``) is refused with a
+    ValueError, or encoded as its ``d`` lowest bits, those of ``p mod 2^d`` (a clamp to ``2^d - 1``, or bits
+    read past ``d``, is neither)."""
+    top = 2 ** (d_model + 3) - 1
+    past = [2**d_model + 1, top] if data is None else data.draw(
+        st.lists(st.integers(2**d_model, top), min_size=1, max_size=8), label="positions past 2^d")
+    answer = ctx.positional_encoding_answer("binary", torch.tensor(past, dtype=torch.int64), d_model)
+    if isinstance(answer, str):
+        return
+    expected = bits(torch.tensor([p % 2**d_model for p in past]), d_model)
+    assert torch.equal(answer, expected), (
+        f"d_model={d_model}: positions {past} encode as {answer.tolist()}, neither refused (ValueError) nor their "
+        f"{d_model} lowest bits {expected.tolist()}")
+
+
 def linear_residual(before: torch.Tensor, after: torch.Tensor) -> float:
     """``min_A ||before A - after||_F^2`` (least squares in float64)."""
     solution = torch.linalg.lstsq(before, after, driver="gelsd").solution

@@ -47,7 +47,9 @@ class PositionalEncodingImplementation(Protocol):
 
         ``kind="sinusoidal"`` (``params``: ``base``, default 10000):
         ``PE(pos, 2i) = sin(pos / base^(2i/d_model))``, ``PE(pos, 2i+1) = cos(...)``;
-        ``kind="binary"``: feature ``i`` is bit ``i`` of ``pos`` (least significant first).
+        ``kind="binary"``: feature ``i`` is bit ``i`` of ``pos`` (least significant first); a
+        position of ``2^d_model`` or more has no encoding of its own: raise ``ValueError``, or give
+        its ``d_model`` lowest bits.
         An implementation of one kind declares it (``encoding_kind`` in its capabilities):
         the suite then never asks for the other. One that computes only the paper's base
         declares ``sinusoidal_base = {"paper"}`` (it is then never passed a ``base``); one
