@@ -47,7 +47,7 @@ NOISY = KindMutant("sinusoid-plus-fresh-noise", "sinusoidal",
 CONSTANT = KindMutant("every-position-gets-pe-0", "sinusoidal",
                       lambda p, d: sinusoidal.encoding(torch.zeros_like(p), d))
 
-PAST_TWO_TO_THE_D = "absolute.a_position_past_two_to_the_d_is_refused_or_wraps_around"
+PAST_TWO_TO_THE_D = "absolute.positions_past_two_to_the_d_are_refused_or_wrap_around"
 #: Wrong: a position past the last one the bits tell apart takes the last one's encoding.
 BITS_CLAMPED = KindMutant("binary-clamps-past-two-to-the-d", "binary",
                           lambda p, d: absolute.bits(p.clamp(max=2**d - 1), d))

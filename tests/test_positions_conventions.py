@@ -52,7 +52,7 @@ class SinusoidalTable:
 BINARY_ONLY = {"absolute.binary_encodings_are_the_bits_and_distinct_below_two_to_the_d",
                "absolute.a_power_of_two_sets_one_feature_and_the_first_feature_flips_every_step",
                "absolute.no_linear_map_shifts_binary_encodings",
-               "absolute.a_position_past_two_to_the_d_is_refused_or_wraps_around"}
+               "absolute.positions_past_two_to_the_d_are_refused_or_wrap_around"}
 
 
 def _encoding_properties(properties) -> list[str]:

@@ -60,14 +60,14 @@ def seed_cases(draw: st.DrawFn) -> tuple[int, int, int, int]:
     return vocab, dim, seed, other
 
 
-@claim_property("initialisation.seeded-standard-normal", needs=NEEDS, dtypes=("float64", "float32"),
-                max_examples=20)
+@claim_property("initialisation.seeded-standard-normal", needs=NEEDS, dtypes=("float64",), max_examples=20)
 @given(case=seed_cases())
 @example(case=(50, 64, 0, 1))
 def the_same_seed_gives_the_same_table_and_another_seed_another(ctx: Context, case) -> None:
     """``embedding_init(V, d, s)`` is a function of ``s``: asked twice with one seed it returns the same table,
     bit for bit; asked with another seed it returns a table that differs in at least half of its entries. Asked
-    in float64 and in float32 (the protocol's default): the table comes in the dtype asked for. False alarm: two independent standard normal entries (float32 or finer) coincide with probability below
+    in float64 and in float32 (the protocol's default; on the CPU, as the operation is not told a device): the
+    table comes in the dtype asked for, and the same seed gives the same float32 table twice. False alarm: two independent standard normal entries (float32 or finer) coincide with probability below
     ``2^-20``, so half of ``n >= 8`` entries coincide with probability below ``2^n 2^(-10 n) <= 2^-72``."""
     vocab, dim, seed, other = case
     first = ctx.embedding_init(vocab, dim, seed)
@@ -81,6 +81,9 @@ def the_same_seed_gives_the_same_table_and_another_seed_another(ctx: Context, ca
     assert 2 * same < first.numel(), (
         f"the tables ({vocab}, {dim}) for seeds {seed} and {other} agree in {same} of {first.numel()} entries"
     )
+    single = ctx.embedding_init(vocab, dim, seed, torch.float32)
+    assert torch.equal(single, ctx.embedding_init(vocab, dim, seed, torch.float32)), (
+        f"two float32 tables ({vocab}, {dim}) for seed {seed} differ")
 
 
 # --- the tails ---------------------------------------------------------------------------------

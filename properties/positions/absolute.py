@@ -283,7 +283,7 @@ def a_power_of_two_sets_one_feature_and_the_first_feature_flips_every_step(ctx: 
 @claim_property("absolute.bits-distinct", needs=NEEDS)
 @given(d_model=st.integers(1, 40), data=st.data())
 @example(d_model=3, data=None)
-def a_position_past_two_to_the_d_is_refused_or_wraps_around(ctx: Context, d_model, data) -> None:
+def positions_past_two_to_the_d_are_refused_or_wrap_around(ctx: Context, d_model, data) -> None:
     """Past the last position the bits tell apart: a position ``p >= 2^d`` (up to ``2^(d+3)``) is refused with a
     ValueError, or encoded as its ``d`` lowest bits, those of ``p mod 2^d`` (a clamp to ``2^d - 1``, or bits
     read past ``d``, is neither)."""

@@ -181,14 +181,16 @@ class ContextBase:
             cast._specformer_recipe = recipe
         return cast
 
-    def _returned(self, op: str, value: Any, shape: tuple[int, ...], what: str) -> torch.Tensor:
-        """Check a returned tensor and bring it back as float64 on the CPU."""
+    def _returned(self, op: str, value: Any, shape: tuple[int, ...], what: str,
+                  dtype: torch.dtype | None = None) -> torch.Tensor:
+        """Check a returned tensor (in ``dtype``, by default the row's) and bring it back as float64 on the CPU."""
+        expected = self.dtype if dtype is None else dtype
         if not isinstance(value, WireTensor):
             raise ImplementationError(f"{op} returned {describe(value)} for {what}, expected a torch.Tensor")
         if tuple(value.shape) != shape:
             raise ImplementationError(f"{op} returned {what} of shape {tuple(value.shape)}, expected {shape}")
-        if value.dtype != self.dtype_name:
-            raise ImplementationError(f"{op} returned {what} of dtype torch.{value.dtype}, expected {self.dtype}")
+        if f"torch.{value.dtype}" != str(expected):
+            raise ImplementationError(f"{op} returned {what} of dtype torch.{value.dtype}, expected {expected}")
         if value.device.split(":")[0] != self.device.type:
             raise ImplementationError(f"{op} returned {what} on {value.device}, expected {self.device.type}")
         if value.data is None:

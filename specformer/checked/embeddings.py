@@ -82,11 +82,12 @@ class EmbeddingCalls(_Base):
                            names=("ids", "table", "upstream"))
         return self._returned("lookup_gradient", result, tuple(table.shape), "the table's gradient")
 
-    def embedding_init(self, vocab_size: int, dim: int, seed: int) -> torch.Tensor:
-        """The implementation's freshly initialised ``(V, d)`` table for ``seed``, as float64."""
-        result = self.call("embedding_init", vocab_size, dim, seed, names=("vocab_size", "dim", "seed"),
-                           dtype=self.dtype)
-        return self._returned("embedding_init", result, (vocab_size, dim), "the initial table")
+    def embedding_init(self, vocab_size: int, dim: int, seed: int, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """The implementation's freshly initialised ``(V, d)`` table for ``seed`` in ``dtype`` (by default the
+        row's), as float64. The operation is not told the device: the table is made on the CPU."""
+        asked = self.dtype if dtype is None else dtype
+        result = self.call("embedding_init", vocab_size, dim, seed, names=("vocab_size", "dim", "seed"), dtype=asked)
+        return self._returned("embedding_init", result, (vocab_size, dim), f"the initial table in {asked}", asked)
 
     def tied_logits(self, hidden: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
         """The implementation's scores of an output layer tied to ``table``, ``(B, V)``, as float64."""
