@@ -118,15 +118,17 @@ def _glue(tokens):
     return " ".join(tokens).replace(" ##", "")
 
 
-def text_wordpiece(name: str, kind: str, *, lower: bool = False, pieces=lambda ps: ps, detokenize=_glue) -> Mutant:
-    """A ``kind`` tokenizer: split at whitespace, optionally lower-case, ``wordpiece`` each word with
-    :func:`text_vocabulary`; ``pieces`` rewrites the pieces of each word, ``detokenize`` joins tokens back."""
+def text_wordpiece(name: str, kind: str, *, lower: bool = False, strip: bool = False, pieces=lambda ps: ps,
+                   detokenize=_glue) -> Mutant:
+    """A ``kind`` tokenizer: split at whitespace, optionally lower-case and strip accents, ``wordpiece`` each word
+    with :func:`text_vocabulary`; ``pieces`` rewrites the pieces of each word, ``detokenize`` joins tokens back."""
 
     def tokenize_text(k, text):
         if k != kind:
             raise NotApplicable(f"no {k!r} tokenizer")
-        return [p for w in (text.lower() if lower else text).split()
-                for p in pieces(reference_wordpiece(w, text_vocabulary()))]
+        text = text.lower() if lower else text
+        text = props.without_accents(text) if strip else text
+        return [p for w in text.split() for p in pieces(reference_wordpiece(w, text_vocabulary()))]
 
     def detokenize_text(k, tokens):
         if k != kind:
@@ -145,12 +147,13 @@ def _marks_word_starts(pieces):
 
 WORDPIECE_TEXT = text_wordpiece("wordpiece-text", "wordpiece")
 WORDPIECE_TEXT_LOWER = text_wordpiece("wordpiece-text-lower-cased", "wordpiece", lower=True)
-BERT_TEXT = text_wordpiece("bert-text", "bert", lower=True)
+BERT_TEXT = text_wordpiece("bert-text", "bert", lower=True, strip=True)
+BERT_KEEPS_ACCENTS = text_wordpiece("bert-keeps-accents", "bert", lower=True)
 TEXT_NO_PREFIX = text_wordpiece("text-continuations-without-prefix", "wordpiece",
                                 pieces=lambda ps: [p.removeprefix("##") for p in ps])
 TEXT_MARKS_STARTS = text_wordpiece("text-prefix-on-word-starts", "wordpiece", pieces=_marks_word_starts)
 BERT_KEEPS_CASE = text_wordpiece("bert-keeps-case", "bert")
-BERT_UNPREFIXED = text_wordpiece("bert-continuations-without-prefix", "bert", lower=True,
+BERT_UNPREFIXED = text_wordpiece("bert-continuations-without-prefix", "bert", lower=True, strip=True,
                                  pieces=lambda ps: [p.removeprefix("##") for p in ps])
 
 GREEDY = "wordpiece.wordpiece_is_greedy_longest_match_first_with_the_prefix"
@@ -169,7 +172,7 @@ CASES = [
     (UNKNOWN, FALLBACK), (UNKNOWN, KEEPS_PIECES), (UNKNOWN, NO_LIMIT), (UNKNOWN, NO_PREFIX),
     (ANOTHER_PREFIX, PREFIX_WRITTEN_IN), (ANOTHER_PREFIX, SHORTEST), (ANOTHER_PREFIX, NO_PREFIX),
     (TEXT_PREFIX, TEXT_NO_PREFIX), (TEXT_PREFIX, TEXT_MARKS_STARTS),
-    (BERT_TEXT_PREFIX, BERT_KEEPS_CASE), (BERT_TEXT_PREFIX, BERT_UNPREFIXED),
+    (BERT_TEXT_PREFIX, BERT_KEEPS_CASE), (BERT_TEXT_PREFIX, BERT_UNPREFIXED), (BERT_TEXT_PREFIX, BERT_KEEPS_ACCENTS),
 ]
 EXAMPLE_CASES = [
     ("wordpiece.embeddings_is_em_bed_ding_s_in_bert", SHORTEST),
