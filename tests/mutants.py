@@ -43,6 +43,14 @@ class Mutant(ReferenceImplementation):
             setattr(self, method, fn)
 
 
+def declaring(implementation: Any, **conventions: Any) -> Any:
+    """``implementation``, declaring one value of each of ``conventions`` (``cosine_norm_clamp=1e-8``)."""
+    from specformer.protocol import Capabilities
+
+    implementation.capabilities = Capabilities(conventions={k: frozenset({v}) for k, v in conventions.items()})
+    return implementation
+
+
 class OneOperation:
     """An implementation that provides the given operations and nothing else (no reference behind it), so
     that every property that needs another operation is not applicable to it."""

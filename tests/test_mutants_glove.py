@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import assert_caught, run_row
-from mutants import Mutant
+from mutants import Mutant, declaring
 from specformer.properties.embeddings import glove
 from specformer.protocol import Capabilities
 
@@ -86,16 +86,12 @@ def _half_on_log_one_plus(x, w, w_tilde, b, b_tilde, x_max=100.0, alpha=0.75):
     return 0.5 * _log_one_plus(x, w, w_tilde, b, b_tilde, x_max, alpha)
 
 
-def _declaring(mutant: Mutant, factor: float) -> Mutant:
-    mutant.capabilities = Capabilities(conventions={"glove_loss_factor": frozenset({factor})})
-    return mutant
-
-
 HARD_CODED = Mutant("glove-loss-hard-codes-x_max-and-alpha", glove_loss=_hard_coded_weighting)
 HALF_UNDECLARED = Mutant("glove-loss-halved-undeclared", glove_loss=_half)
-HALF_DECLARED = _declaring(Mutant("glove-loss-halved-declared", glove_loss=_half), 0.5)
-FULL_DECLARED_HALF = _declaring(Mutant("glove-loss-full-declared-halved"), 0.5)
-HALF_LOG_ONE_PLUS = _declaring(Mutant("glove-loss-halved-on-log-1-plus-x", glove_loss=_half_on_log_one_plus), 0.5)
+HALF_DECLARED = declaring(Mutant("glove-loss-halved-declared", glove_loss=_half), glove_loss_factor=0.5)
+FULL_DECLARED_HALF = declaring(Mutant("glove-loss-full-declared-halved"), glove_loss_factor=0.5)
+HALF_LOG_ONE_PLUS = declaring(Mutant("glove-loss-halved-on-log-1-plus-x", glove_loss=_half_on_log_one_plus),
+                              glove_loss_factor=0.5)
 LOG_ONE_PLUS = Mutant("glove-loss-on-log-1-plus-x", glove_loss=_log_one_plus)
 LITERAL = Mutant("glove-loss-every-pair-literally", glove_loss=_every_pair_literally)
 UNWEIGHTED = Mutant("glove-loss-without-f", glove_loss=_unweighted)

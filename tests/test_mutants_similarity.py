@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from conftest import assert_caught, assert_judged_alone, run_row
-from mutants import Mutant, OneOperation
+from mutants import Mutant, OneOperation, declaring
 from specformer.properties.embeddings import similarity
 from specformer.protocol import Capabilities
 
@@ -67,18 +67,16 @@ DISTANCE_SQUARED = Mutant("distance-squared", euclidean_distance=lambda a, b: (a
 DISTANCE_L1 = Mutant("distance-l1", euclidean_distance=lambda a, b: (a - b).abs().sum(-1))
 DISTANCE_EPS = Mutant("distance-plus-1e-3", euclidean_distance=lambda a, b: (a - b + 1e-3).norm(dim=-1))
 
-def _declaring_clamp(mutant: Mutant, eps: float) -> Mutant:
-    mutant.capabilities = Capabilities(conventions={"cosine_norm_clamp": frozenset({eps})})
-    return mutant
 
-
-CLAMPED_DECLARED = _declaring_clamp(Mutant("cosine-clamps-norms-at-1e-8-declared", cosine_similarity=_clamped), 1e-8)
-WIDER_CLAMP = _declaring_clamp(Mutant("cosine-clamps-at-1e-6-declares-1e-8", cosine_similarity=lambda a, b:
-                                      _clamped(a, b, 1e-6)), 1e-8)
-NAN_DECLARED_CLAMP = _declaring_clamp(Mutant("cosine-nan-at-zero-declares-a-clamp", cosine_similarity=_naive), 1e-8)
-ONE_AT_ZERO_DECLARED_CLAMP = _declaring_clamp(Mutant(
+CLAMPED_DECLARED = declaring(Mutant("cosine-clamps-norms-at-1e-8-declared", cosine_similarity=_clamped),
+                             cosine_norm_clamp=1e-8)
+WIDER_CLAMP = declaring(Mutant("cosine-clamps-at-1e-6-declares-1e-8",
+                               cosine_similarity=lambda a, b: _clamped(a, b, 1e-6)), cosine_norm_clamp=1e-8)
+NAN_DECLARED_CLAMP = declaring(Mutant("cosine-nan-at-zero-declares-a-clamp", cosine_similarity=_naive),
+                               cosine_norm_clamp=1e-8)
+ONE_AT_ZERO_DECLARED_CLAMP = declaring(Mutant(
     "cosine-one-at-zero-declares-a-clamp", cosine_similarity=lambda a, b: torch.nan_to_num(_naive(a, b), nan=1.0)),
-    1e-12)
+    cosine_norm_clamp=1e-12)
 
 # -- one operation at a time: a library offering cosine similarity or Euclidean distance alone -----------
 

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from conftest import assert_caught, assert_judged_alone, run_row
-from mutants import Mutant, OneOperation
+from mutants import Mutant, OneOperation, declaring
 from specformer.protocol import Capabilities
 from specformer.properties.embeddings import word2vec
 
@@ -174,19 +174,14 @@ def _ns_mean_reduced(centres, contexts, negatives, in_table, out_table):
     return F.binary_cross_entropy_with_logits(scores, labels, reduction="none").mean(-1)
 
 
-def _declaring_reduction(mutant: Mutant, reduction: str) -> Mutant:
-    mutant.capabilities = Capabilities(conventions={"negative_sampling_reduction": frozenset({reduction})})
-    return mutant
-
-
 NS_ROW_0 = Mutant("negative-sampling-reuses-row-0s-noise-words", negative_sampling_loss=_ns_row_0s_noise)
 NS_MEAN_UNDECLARED = Mutant("negative-sampling-mean-reduced-undeclared", negative_sampling_loss=_ns_mean_reduced)
-NS_MEAN_DECLARED = _declaring_reduction(
-    Mutant("negative-sampling-mean-reduced-declared", negative_sampling_loss=_ns_mean_reduced), "mean")
-NS_SUM_DECLARED_MEAN = _declaring_reduction(Mutant("negative-sampling-summed-declared-mean"), "mean")
-NS_ONE_TABLE_MEAN = _declaring_reduction(Mutant(
+NS_MEAN_DECLARED = declaring(Mutant("negative-sampling-mean-reduced-declared", negative_sampling_loss=_ns_mean_reduced),
+                             negative_sampling_reduction="mean")
+NS_SUM_DECLARED_MEAN = declaring(Mutant("negative-sampling-summed-declared-mean"), negative_sampling_reduction="mean")
+NS_ONE_TABLE_MEAN = declaring(Mutant(
     "negative-sampling-one-table-mean-reduced", negative_sampling_loss=lambda c, p, n, i, o:
-    _ns_mean_reduced(c, p, n, i, i)), "mean")
+    _ns_mean_reduced(c, p, n, i, i)), negative_sampling_reduction="mean")
 
 CASES = [
     (NS_OPERATION, NS_ROW_0), (NS_OPERATION, NS_MEAN_UNDECLARED), (NS_OPERATION, NS_SUM_DECLARED_MEAN),

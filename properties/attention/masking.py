@@ -29,6 +29,7 @@ from specformer.property import claim_property
 from specformer.reference.attention.masks import causal_mask, local_mask, padding_mask
 
 from . import strategies as sf
+from ..conventions import under_one_of
 from .expected import attention_formula
 from .strategies import AttentionCase
 
@@ -110,16 +111,7 @@ def _on_rows(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
 def under_the_declared_alignment(ctx: Context, check: Callable[[str], None]) -> None:
     """``check(alignment)`` for each ``causal_alignment`` the implementation declares (undeclared: top-left, the
     protocol's); passes when one passes, else fails with every failure."""
-    alignments = ctx.choices("causal_alignment", tuple(CAUSAL_ALIGNMENTS))
-    failures = []
-    for alignment in alignments:
-        try:
-            check(alignment)
-            return
-        except AssertionError as exc:
-            failures.append(str(exc) if len(alignments) == 1 else f"aligned {alignment}: {exc}")
-    raise AssertionError("; ".join(failures))
-
+    under_one_of(ctx.choices("causal_alignment", tuple(CAUSAL_ALIGNMENTS)), check, lambda a: f"aligned {a}")
 
 
 def causal_against_the_formula(ctx: Context, case: AttentionCase, mask: torch.Tensor | None, what: str) -> None:
@@ -143,6 +135,7 @@ def causal_against_the_formula(ctx: Context, case: AttentionCase, mask: torch.Te
                                  f"weights with causal=True and {what}, t_q={t_q}, t_k={t_k}, keys {rule}")
 
     under_the_declared_alignment(ctx, check)
+
 
 # -- the causal mask ---------------------------------------------------------------------
 

@@ -32,11 +32,9 @@ from specformer.reference.blocks.stack import output_distribution
 from specformer.reference.positions.sinusoidal import sinusoidal_encoding
 
 from . import strategies as sf
-from .encoder import pre_norm_layer
+from .encoder import VISIBLE_EPS, layer_in_dtype, pre_norm_layer
 
 EPS = sf.DEFAULT_EPS
-#: ``eps`` of the explicit examples with target tokens of small spread (:func:`small_spread_case`).
-VISIBLE_EPS = 0.1
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
 activations = st.sampled_from(ACTIVATIONS)
 
@@ -206,15 +204,11 @@ def a_decoder_layer_without_cross_attention_is_the_written_out_causal_encoder_la
     activation = sf.within(ctx, "activation", activation, ACTIVATIONS)
     w = _without_cross_attention(case.weights)
     out = ctx.decoder_layer(case.x, case.memory, w, heads=case.heads, norm_first=True, activation=activation, eps=eps)
-    encoder_weights = _as_encoder_weights(w)
-
-    def in_dtype(dtype: torch.dtype) -> torch.Tensor:
-        return pre_norm_layer(case.x.to(dtype), {k: v.to(dtype) for k, v in encoder_weights.items()}, case.heads,
-                              activation, True, eps)
-
-    expected = pre_norm_layer(case.x, encoder_weights, case.heads, activation, True, eps)
+    encoder_case = case._replace(weights=_as_encoder_weights(w))
+    expected = pre_norm_layer(case.x, encoder_case.weights, case.heads, activation, True, eps)
     ctx.assert_close(out, expected, f"decoder layer without cross-attention ({activation}, eps = {eps:g}) against "
-                     "the causal pre-norm encoder layer written out", scale=16, same_dtype=in_dtype)
+                     "the causal pre-norm encoder layer written out", scale=16,
+                     same_dtype=layer_in_dtype(pre_norm_layer, encoder_case, activation, True, eps))
 
 
 def _stack(ctx: Context, h: torch.Tensor, layers: list[dict[str, torch.Tensor]], heads: int) -> torch.Tensor:

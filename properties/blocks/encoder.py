@@ -61,7 +61,9 @@ def one_norm_layer(x, w, heads, activation="relu", causal=False) -> torch.Tensor
     return norm(x + ffn(attention(x)), 2)
 
 
-def _same_dtype(layer, case: sf.LayerCase, activation: str, causal: bool, eps: float = EPS):
+def layer_in_dtype(layer, case: sf.LayerCase, activation: str, causal: bool, eps: float = EPS):
+    """``layer`` (written out) on ``case`` computed in a given dtype (``ctx.assert_close``'s ``same_dtype``)."""
+
     def compute(dtype: torch.dtype) -> torch.Tensor:
         return layer(case.x.to(dtype), {k: v.to(dtype) for k, v in case.weights.items()}, case.heads, activation,
                      causal, eps)
@@ -120,7 +122,7 @@ def the_post_norm_layer_adds_then_normalises_after_each_sublayer(ctx: Context, c
                             eps=eps, causal=causal)
     ctx.assert_close(out, post_norm_layer(case.x, case.weights, case.heads, activation, causal, eps),
                      _layer_label("post-norm", activation, causal, eps), scale=16,
-                     same_dtype=_same_dtype(post_norm_layer, case, activation, causal, eps))
+                     same_dtype=layer_in_dtype(post_norm_layer, case, activation, causal, eps))
 
 
 @claim_property("encoder.pre-norm", needs=("encoder_layer",))
@@ -136,7 +138,7 @@ def the_pre_norm_layer_normalises_each_sublayers_input(ctx: Context, case, activ
                             eps=eps, causal=causal)
     ctx.assert_close(out, pre_norm_layer(case.x, case.weights, case.heads, activation, causal, eps),
                      _layer_label("pre-norm", activation, causal, eps), scale=16,
-                     same_dtype=_same_dtype(pre_norm_layer, case, activation, causal, eps))
+                     same_dtype=layer_in_dtype(pre_norm_layer, case, activation, causal, eps))
 
 
 def _silenced(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -105,8 +105,8 @@ def in_declared_layout(ctx: Context, config: ModelConfig, layouts: tuple[str, ..
 @st.composite
 def model_configs(draw: st.DrawFn, layouts: tuple[str, ...] = tuple(LAYOUTS), **fixed: object) -> ModelConfig:
     """A configuration in one of ``layouts``: ``h <= 8`` heads of width ``<= 16``, ``d_ff <= 256``,
-    ``<= 3`` layers per stack (no decoder at all in one draw of four), vocabularies up to 50,000 and tables up to 2048 positions; ``fixed``
-    fields override the draw."""
+    ``<= 3`` layers per stack (no decoder at all in one draw of four), vocabularies up to 50,000 and tables
+    up to 2048 positions; ``fixed`` fields override the draw."""
     layout = draw(st.sampled_from(layouts), label="layout")
     heads = draw(st.integers(1, 8), label="heads")
     d_model = heads * draw(st.integers(1, 16), label="d_k")

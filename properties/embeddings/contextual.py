@@ -224,7 +224,7 @@ def a_text_longer_than_the_model_takes_is_refused_never_cut(ctx: Context, _) -> 
     """The protocol's rule for a model's maximum context: a text of :data:`LONG_TEXT_WORDS` words (``bank``
     repeated) is either refused with a ValueError, or answered whole, one ``bank`` token per word; a model
     that cuts it to what it takes (a tokenizer's ``truncation=True``) answers fewer."""
-    answer = ctx.token_vectors_answer("bank " * LONG_TEXT_WORDS, -1)
+    answer = ctx.answer_or_refusal("token_vectors", lambda: ctx.token_vectors("bank " * LONG_TEXT_WORDS, -1))
     if isinstance(answer, str):
         return
     tokens, vectors = answer

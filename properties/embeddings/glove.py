@@ -22,6 +22,7 @@ from specformer.property import claim_property
 from specformer.reference.embeddings.glove import glove_loss
 
 from . import strategies as sf
+from ..conventions import under_one_of
 
 NEEDS = ("glove_weight",)
 F64 = torch.float64
@@ -161,15 +162,10 @@ def assert_loss_up_to_the_declared_factor(ctx: Context, actual: torch.Tensor, ob
                                           what: str, scale: float) -> None:
     """``actual`` is ``c J`` for a factor ``c`` the implementation declares (``glove_loss_factor``; undeclared:
     1): a positive constant moves neither the minimum of ``J`` nor the direction of its gradient."""
-    factors = ctx.choices("glove_loss_factor", tuple(FACTORS))
-    failures = []
-    for factor in factors:
-        try:
-            ctx.assert_close(actual, factor * objective, f"{what}, as {FACTORS[factor]}", scale=scale)
-            return
-        except AssertionError as exc:
-            failures.append(str(exc))
-    raise AssertionError("; ".join(failures))
+    def check(factor: float) -> None:
+        ctx.assert_close(actual, factor * objective, f"{what}, as {FACTORS[factor]}", scale=scale)
+
+    under_one_of(ctx.choices("glove_loss_factor", tuple(FACTORS)), check)
 
 
 @claim_property("glove.objective", needs=("glove_loss",))

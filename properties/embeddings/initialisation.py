@@ -67,8 +67,9 @@ def the_same_seed_gives_the_same_table_and_another_seed_another(ctx: Context, ca
     """``embedding_init(V, d, s)`` is a function of ``s``: asked twice with one seed it returns the same table,
     bit for bit; asked with another seed it returns a table that differs in at least half of its entries. Asked
     in float64 and in float32 (the protocol's default; on the CPU, as the operation is not told a device): the
-    table comes in the dtype asked for, and the same seed gives the same float32 table twice. False alarm: two independent standard normal entries (float32 or finer) coincide with probability below
-    ``2^-20``, so half of ``n >= 8`` entries coincide with probability below ``2^n 2^(-10 n) <= 2^-72``."""
+    table comes in the dtype asked for, and the same seed gives the same float32 table twice. False alarm: two
+    independent standard normal entries (float32 or finer) coincide with probability below ``2^-20``, so half
+    of ``n >= 8`` entries coincide with probability below ``2^n 2^(-10 n) <= 2^-72``."""
     vocab, dim, seed, other = case
     first = ctx.embedding_init(vocab, dim, seed)
     again = ctx.embedding_init(vocab, dim, seed)

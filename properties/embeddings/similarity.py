@@ -315,7 +315,7 @@ def a_zero_row_is_refused_and_a_tiny_row_keeps_its_cosine(ctx: Context, case, ze
                          scale=4)
     scale = max(tiny_scale(ctx.dtype), 20 * eps)  # rows of norm 0.1 to 8.5 (vector_pairs): 2 eps to 170 eps
     small_a, small_b = (a * scale, b) if zero_a else (a, b * scale)
-    small_a, small_b = small_a.to(ctx.dtype).to(F64), small_b.to(ctx.dtype).to(F64)  # as the dtype holds them
+    small_a, small_b = held(ctx, small_a), held(ctx, small_b)
     ctx.assert_close(ctx.cosine_similarity(small_a, small_b), cosine_formula(small_a, small_b),
                      f"cos with rows scaled by {scale:.3g}", scale=4)
 

@@ -98,6 +98,16 @@ def group_gap(vector, groups: tuple[tuple[str, ...], tuple[str, ...]]) -> tuple[
     return min(within), max(across)
 
 
+def assert_the_vocabulary(words: list[str], sentences: list[list[str]], min_count: int) -> None:
+    """The trained vocabulary is the corpus's words seen ``min_count`` times or more, each listed once."""
+    counts = Counter(w for sentence in sentences for w in sentence)
+    expected = {w for w, n in counts.items() if n >= min_count}
+    assert set(words) == expected and len(words) == len(expected), (
+        f"with min_count={min_count} the vocabulary is the {len(expected)} words seen {min_count} times or more, "
+        f"once each; got {len(words)}, missing {sorted(expected - set(words))[:5]}, "
+        f"extra {sorted(set(words) - expected)[:5]}")
+
+
 @claim_property("word2vec.similar-contexts", needs=("train_skipgram",), dtypes=("float32",), max_examples=8)
 @given(corpus_seed=st.integers(0, 2**31 - 1), seed=st.integers(0, 2**31 - 1))
 def words_trained_in_the_same_contexts_end_closer_than_words_of_other_contexts(ctx: Context, corpus_seed,
@@ -109,11 +119,7 @@ def words_trained_in_the_same_contexts_end_closer_than_words_of_other_contexts(c
     corpus = group_corpus(corpus_seed)
     sentences = corpus.sentences + [[word] for word in RARE_WORDS]  # one-word sentences: no pairs, only counts
     words, vectors = ctx.train_skipgram(sentences, DIM, WINDOW, NEGATIVE, EPOCHS, seed, min_count=2)
-    counts = Counter(w for sentence in sentences for w in sentence)
-    expected = {w for w, n in counts.items() if n >= 2}
-    assert set(words) == expected and len(words) == len(expected), (
-        f"with min_count=2 the vocabulary is the {len(expected)} words seen twice or more, once each; got "
-        f"{len(words)}, missing {sorted(expected - set(words))[:5]}, extra {sorted(set(words) - expected)[:5]}")
+    assert_the_vocabulary(words, sentences, 2)
     index = {w: i for i, w in enumerate(words)}
     within, across = group_gap(lambda w: vectors[index[w]], corpus.groups)
     assert within - across >= MARGIN, (
@@ -193,10 +199,7 @@ def analogies_emerge_when_the_implementation_trains_on_a_grid_of_contexts(ctx: C
     by at least :data:`ANALOGY_MARGIN` in cosine."""
     corpus = grid_corpus(corpus_seed)
     words, vectors = ctx.train_skipgram(corpus.sentences, DIM, WINDOW, NEGATIVE, EPOCHS, seed, min_count=1)
-    expected = {w for sentence in corpus.sentences for w in sentence}
-    assert set(words) == expected and len(words) == len(expected), (
-        f"with min_count=1 the vocabulary is the corpus's {len(expected)} words, once each; got {len(words)}, "
-        f"missing {sorted(expected - set(words))[:5]}, extra {sorted(set(words) - expected)[:5]}")
+    assert_the_vocabulary(words, corpus.sentences, 1)
     table = vectors.detach().to("cpu", torch.float64)  # (V, d)
     norms = table.norm(dim=1, keepdim=True)  # (V, 1)
     zero = [words[i] for i in range(len(words)) if not float(norms[i]) > 0]

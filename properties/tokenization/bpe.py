@@ -91,9 +91,9 @@ def pair_counts(segments: Mapping[Any, Sequence[S]], counts: Mapping[Any, int]) 
     return pairs
 
 
-def initial_segments(words: Mapping[str, int]) -> dict[str, list[str]]:
+def initial_segments(words: Mapping[str, int], end_of_word: str = EOW) -> dict[str, list[str]]:
     """Every word as its characters and the marker."""
-    return {word: [*word, EOW] for word in words}
+    return {word: [*word, end_of_word] for word in words}
 
 
 def replay(words: Mapping[str, int], merges: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
@@ -291,9 +291,10 @@ def learn_bpe_merges_depends_only_on_the_words_and_their_counts_as_written(ctx: 
                                  "max() returns whichever tied pair was counted first")
 
 
-def first_tie(words: Mapping[str, int], merges: Sequence[tuple[str, str]]) -> int | None:
-    """The rank of the first of ``merges`` taken when the highest pair count was shared, or None (no tie)."""
-    segments = initial_segments(words)
+def first_tie(words: Mapping[str, int], merges: Sequence[tuple[str, str]], end_of_word: str = EOW) -> int | None:
+    """The rank of the first of ``merges`` (learned with ``end_of_word``) taken when the highest pair count was
+    shared, or None (no tie)."""
+    segments = initial_segments(words, end_of_word)
     for rank, pair in enumerate(merges):
         counts = pair_counts(segments, words)
         best = max(counts.values(), default=0)
@@ -355,7 +356,7 @@ def with_another_end_of_word_marker_the_trainer_learns_the_same_merges_spelled_w
     ctx.require("end_of_word", "any")
     merges = ctx.bpe_train(words, num_merges, end_of_word=marker)
     naive = train_bpe_naive(words, num_merges, end_of_word=marker)
-    tie = first_tie(words, train_bpe_naive(words, num_merges))
+    tie = first_tie(words, naive, marker)
     agreed = len(naive) if tie is None else tie
     default = [pair for pair in merges if any(EOW in symbol for symbol in pair)]
     assert not default, f"{words} with end_of_word={marker!r}: merges {default} hold the default marker {EOW!r}"

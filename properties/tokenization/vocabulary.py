@@ -177,6 +177,12 @@ def held_out_windows() -> list[list[str]]:
     return [held[start:start + WINDOW] for start in range(0, len(held) - WINDOW + 1, WINDOW_STEP)]
 
 
+def encoded_lengths(ctx: Context, windows: list[list[str]], merges: list[tuple[str, str]]) -> dict[str, list[int]]:
+    """The implementation's token count of each word of ``windows`` with the first ``k`` of ``merges``, for each
+    ``k`` of :data:`LADDER`."""
+    return {w: [len(ctx.bpe_encode(w, merges[:k])) for k in LADDER] for w in dict.fromkeys(sum(windows, []))}
+
+
 def check_the_ladder(lengths: dict[str, list[int]], windows: list[list[str]], merges: str) -> None:
     """Assert that no word's token count (one per rung of :data:`LADDER`) grows along the ladder, and that every
     window's tokens per word fall strictly at each step (``merges`` says whose merges and whose encoder)."""
@@ -205,8 +211,7 @@ def more_merges_give_fewer_tokens_per_word(ctx: Context, _) -> None:
     merges = ctx.bpe_train(ladder_word_counts(), LADDER[-1])
     assert len(merges) == LADDER[-1], f"{len(merges)} merges learned, {LADDER[-1]} asked (the corpus has enough pairs)"
     windows = held_out_windows()
-    lengths = {w: [len(ctx.bpe_encode(w, merges[:k])) for k in LADDER] for w in dict.fromkeys(sum(windows, []))}
-    check_the_ladder(lengths, windows, "the implementation's merges, encoded by it")
+    check_the_ladder(encoded_lengths(ctx, windows, merges), windows, "the implementation's merges, encoded by it")
 
 
 @claim_property("vocabulary.size-vs-length", needs=("bpe_encode",), dtypes=F64, max_examples=1)
@@ -216,8 +221,8 @@ def more_of_the_merges_learned_here_give_fewer_tokens_per_word(ctx: Context, _) 
     held-out tokens per word fall at every step of the ladder 0, 30, 100, 300 merges; no word gets longer."""
     merges = list(reference_ladder_merges())
     windows = held_out_windows()
-    lengths = {w: [len(ctx.bpe_encode(w, merges[:k])) for k in LADDER] for w in dict.fromkeys(sum(windows, []))}
-    check_the_ladder(lengths, windows, "the reference's merges, encoded by the implementation")
+    check_the_ladder(encoded_lengths(ctx, windows, merges), windows,
+                     "the reference's merges, encoded by the implementation")
 
 
 @claim_property("vocabulary.size-vs-length", needs=("bpe_train",), dtypes=F64, max_examples=1)

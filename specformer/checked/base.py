@@ -197,6 +197,20 @@ class ContextBase:
             raise ImplementationError(f"{op} returned {what} whose values cannot be read: {value.problem}")
         return value.data.to(dtype=torch.float64)
 
+    def answer_or_refusal(self, op: str, call: Callable[[], T]) -> T | str:
+        """``call()``, a checked call of ``op``; or, where the implementation's ``op`` raised a ValueError in it
+        (the refusal the protocol allows for an input outside its domain), that error's message.
+
+        Any other exception, and any answer of the wrong type or shape, stays the
+        :class:`ImplementationError` the checked call raises.
+        """
+        try:
+            return call()
+        except ImplementationError as exc:
+            if f"{self.impl_name}.{op} raised ValueError" in str(exc):
+                return str(exc)
+            raise
+
     # -- calling -----------------------------------------------------------------------
     def counting_flops(self) -> AbstractContextManager[list[int]]:
         """Count, in the worker, the FLOPs ``FlopCounterMode`` sees in the calls made inside.

@@ -56,20 +56,10 @@ class EmbeddingCalls(_Base):
         return _items("char_ngrams", result, str, f"the n-grams of {word!r:.100}")
 
     def cosine_similarity_refusal(self, a: torch.Tensor, b: torch.Tensor) -> str | None:
-        """The message of the ValueError the implementation raises for ``a``, ``b``, or None if it answers.
-
-        Any other exception, and any answer of the wrong type or shape, is an
-        :class:`~specformer.context.ImplementationError` as for :meth:`cosine_similarity`.
-        """
-        from specformer.context import ImplementationError
-
-        try:
-            self.cosine_similarity(a, b)
-        except ImplementationError as exc:
-            if f"{self.impl_name}.cosine_similarity raised ValueError" in str(exc):
-                return str(exc)
-            raise
-        return None
+        """The message of the ValueError the implementation raises for ``a``, ``b``, or None if it answers
+        (:meth:`answer_or_refusal`)."""
+        answer = self.answer_or_refusal("cosine_similarity", lambda: self.cosine_similarity(a, b))
+        return answer if isinstance(answer, str) else None
 
     def euclidean_distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """The implementation's row-wise Euclidean distances, as float64."""
@@ -204,22 +194,6 @@ class EmbeddingCalls(_Base):
             raise ImplementationError(f"token_vectors returned {describe(result)}, expected (tokens, vectors)")
         tokens = _items("token_vectors", result[0], str, f"the tokens of {text!r:.100}")
         return tokens, _own_vectors("token_vectors", result[1], len(tokens), "token vectors")
-
-
-    def token_vectors_answer(self, text: str, layer: int = -1) -> tuple[list[str], torch.Tensor] | str:
-        """:meth:`token_vectors`, or the message of the ValueError the implementation raises for ``text``.
-
-        Any other exception, and any answer of the wrong type or shape, is an
-        :class:`~specformer.context.ImplementationError` as for :meth:`token_vectors`.
-        """
-        from specformer.context import ImplementationError
-
-        try:
-            return self.token_vectors(text, layer)
-        except ImplementationError as exc:
-            if f"{self.impl_name}.token_vectors raised ValueError" in str(exc):
-                return str(exc)
-            raise
 
 
 def _own_vectors(op: str, value: object, rows: int, what: str) -> torch.Tensor:

@@ -30,20 +30,6 @@ class PositionCalls(_Base):
                            names=("kind", "positions", "d_model"), dtype=self.dtype, **params)
         return self._returned("positional_encoding", result, (positions.shape[0], d_model), f"{kind} encodings")
 
-    def positional_encoding_answer(self, kind: str, positions: torch.Tensor, d_model: int,
-                                   **params: Any) -> torch.Tensor | str:
-        """:meth:`positional_encoding`, or the message of the ValueError the implementation raises for them.
-
-        Any other exception, and any answer of the wrong type or shape, is an
-        :class:`~specformer.context.ImplementationError` as for :meth:`positional_encoding`.
-        """
-        try:
-            return self.positional_encoding(kind, positions, d_model, **params)
-        except ImplementationError as exc:
-            if f"{self.impl_name}.positional_encoding raised ValueError" in str(exc):
-                return str(exc)
-            raise
-
     def rotary(self, x: torch.Tensor, positions: torch.Tensor, *, pairing: str = "interleaved",
                base: float = 10000.0) -> torch.Tensor:
         """The implementation's rotary embedding of ``x (B, t, d)``, as float64."""
