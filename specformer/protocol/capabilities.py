@@ -5,6 +5,9 @@ An implementation may carry a ``capabilities`` attribute, a :class:`Capabilities
 * ``operations``: the protocol operations it provides (default: every protocol method the
   object has);
 * ``dtypes`` and ``devices``: where it runs (default: every dtype of every device);
+* ``arrays``: the array library its operations take and answer with (default ``"torch"``;
+  ``"numpy"``, ``"jax"``, ``"cupy"``, ``"mlx"``: its worker converts every tensor argument
+  and dtype to that library and every array of its answers back, :mod:`specformer.runner.arrays`);
 * ``conventions``: for each named convention of a family (registered in that family's
   protocol module as a :class:`Convention`, e.g. ``pairing`` for rotary embeddings or
   ``norm_first`` for encoder layers), the values it supports (default: the convention's
@@ -38,6 +41,10 @@ __all__ = ["CapabilityError", "Capabilities", "Convention", "DTYPE_NAMES", "DEVI
 DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64")
 #: The device types a declaration may name.
 DEVICE_NAMES = ("cpu", "cuda")
+#: The array libraries a declaration may name (``torch``: no conversion).
+ARRAY_LIBRARIES = ("torch", "numpy", "jax", "cupy", "mlx")
+#: The device types each array library's arrays live on, where not every one.
+ARRAY_DEVICES = {"numpy": frozenset({"cpu"}), "mlx": frozenset({"cpu"}), "cupy": frozenset({"cuda"})}
 
 #: The plain types a convention's values may have (they cross the worker's channel).
 _PLAIN = (str, bool, int, float)
@@ -105,8 +112,12 @@ class Capabilities:
     dtypes: frozenset[str] | None = None
     devices: frozenset[str] | None = None
     conventions: Mapping[str, frozenset[Any]] = field(default_factory=lambda: MappingProxyType({}))
+    arrays: str = "torch"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.arrays, str) or self.arrays not in ARRAY_LIBRARIES:
+            raise CapabilityError(f"capabilities.arrays names {self.arrays!r:.60}"
+                                  f"{_suggest(str(self.arrays), ARRAY_LIBRARIES)}; known: {', '.join(ARRAY_LIBRARIES)}")
         object.__setattr__(self, "operations", _frozen(self.operations, "capabilities.operations"))
         object.__setattr__(self, "dtypes", _frozen(self.dtypes, "capabilities.dtypes"))
         object.__setattr__(self, "devices", _frozen(self.devices, "capabilities.devices"))
@@ -156,6 +167,9 @@ class Capabilities:
                 return f"declares no {', '.join(missing)} (capabilities.operations)"
         if self.devices is not None and device not in self.devices:
             return f"declares devices {', '.join(sorted(self.devices))}, not {device}"
+        if self.arrays in ARRAY_DEVICES and device not in ARRAY_DEVICES[self.arrays]:
+            return (f"declares arrays={self.arrays!r}, whose arrays live on "
+                    f"{', '.join(sorted(ARRAY_DEVICES[self.arrays]))}, not {device}")
         if self.dtypes is not None and dtype not in self.dtypes:
             return f"declares dtypes {', '.join(sorted(self.dtypes))}, not {dtype}"
         return None
@@ -167,7 +181,7 @@ class Capabilities:
             return None if values is None else sorted(values, key=repr)
 
         return {"operations": listed(self.operations), "dtypes": listed(self.dtypes),
-                "devices": listed(self.devices),
+                "devices": listed(self.devices), "arrays": self.arrays,
                 "conventions": {name: listed(values) for name, values in sorted(self.conventions.items())}}
 
     @classmethod
@@ -175,14 +189,14 @@ class Capabilities:
         """Rebuild a declaration from :meth:`to_plain`'s data; :class:`CapabilityError` if malformed."""
         if data is None:
             return cls()
-        if not isinstance(data, dict) or not set(data) <= {"operations", "dtypes", "devices", "conventions"}:
-            raise CapabilityError(f"a capability declaration must be a dict of operations, dtypes, devices and "
-                                  f"conventions, got {str(data)[:100]}")
+        if not isinstance(data, dict) or not set(data) <= {"operations", "dtypes", "devices", "conventions", "arrays"}:
+            raise CapabilityError(f"a capability declaration must be a dict of operations, dtypes, devices, "
+                                  f"conventions and arrays, got {str(data)[:100]}")
         conventions = data.get("conventions") or {}
         if not isinstance(conventions, dict):
             raise CapabilityError("capabilities.conventions must be a mapping")
         return cls(operations=data.get("operations"), dtypes=data.get("dtypes"), devices=data.get("devices"),
-                   conventions=conventions)
+                   conventions=conventions, arrays=data.get("arrays", "torch"))
 
 
 def declared(impl: object) -> Capabilities | None:

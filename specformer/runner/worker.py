@@ -229,8 +229,12 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
-    """Run one call request against ``impl``; the answer as a plain dict (never raises)."""
+def call(impl: Any, request: dict[str, Any], arrays: str = "torch") -> dict[str, Any]:
+    """Run one call request against ``impl``; the answer as a plain dict (never raises).
+
+    ``arrays`` is the array library the implementation declared: its arguments are converted
+    to it before the call, and its answer's arrays back to torch after (:mod:`specformer.runner.arrays`).
+    """
     method = getattr(impl, request["method"], None)
     if not callable(method):
         return {"status": "missing"}
@@ -262,6 +266,17 @@ def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
         given = [memo[id(t)] for t in given]
     arguments = list(zip(_argument_names(request, args), args)) + list(kwargs.items())
     plain_before = [plain_fingerprint(argument) for _, argument in arguments]  # lists, dicts: checked after the call
+    call_args, call_kwargs = args, kwargs
+    if arrays != "torch":
+        from specformer.runner.arrays import to_library
+
+        try:
+            call_args, call_kwargs = to_library((args, kwargs), arrays)
+        except BaseException as exc:  # noqa: BLE001 - a dtype or device the library cannot hold: no call was made
+            answer = _raised(exc)
+            answer["message"] = (f"the arguments could not be converted to its declared arrays ({arrays}), before "
+                                 f"any call: {answer['message']}")
+            return answer
     flops: int | None = None
     created: int | None = None
     try:
@@ -269,19 +284,27 @@ def call(impl: Any, request: dict[str, Any]) -> dict[str, Any]:
             from specformer.flops import count_flops
 
             with count_flops() as counted:
-                value = method(*args, **kwargs)
+                value = method(*call_args, **call_kwargs)
                 _synchronize(device)
             flops = counted[0]
         elif request.get("count_created"):
             from specformer.created import count_created
 
             with count_created() as created_elements:
-                value = method(*args, **kwargs)
+                value = method(*call_args, **call_kwargs)
                 _synchronize(device)
             created = created_elements[0]
         else:
-            value = method(*args, **kwargs)
+            value = method(*call_args, **call_kwargs)
             _synchronize(device)
+        if arrays != "torch":
+            from specformer.runner.arrays import ArrayConversionError, from_library
+
+            try:
+                value = from_library(value)
+            except ArrayConversionError as exc:
+                return {"status": "unencodable", "message": f"its answer could not be converted from {arrays} to "
+                                                            f"torch: {safe_str(exc)}"}
     except NotApplicable as exc:
         return {"status": "not-applicable", "message": safe_str(exc)}
     except BaseException as exc:  # noqa: BLE001 - everything the implementation raises is its answer
@@ -390,6 +413,7 @@ def main(channel: int, output: int, spec: str, threads: int = 1, spin_s: float =
     conn.send_bytes(_answer(reply))
     if impl is None:
         return
+    arrays = str((reply.get("capabilities") or {}).get("arrays") or "torch")  # read once, at load
     while True:
         end = time.perf_counter() + spin_s  # poll before sleeping: see supervisor.Worker._spin
         while time.perf_counter() < end and not conn.poll(0):
@@ -400,7 +424,7 @@ def main(channel: int, output: int, spec: str, threads: int = 1, spin_s: float =
             return
         if request.get("op") == "stop":
             return
-        reply = call(impl, request)
+        reply = call(impl, request, arrays)
         reply["id"] = request.get("id")  # the checker takes only the answer to the request it sent
         conn.send_bytes(_answer(reply))
         if reply.get("device_lost"):  # the checker discards this worker too (supervisor.Worker.request)
@@ -429,4 +453,5 @@ def run_locally(impl: Any, request: dict[str, Any]) -> Any:
     """One call in this process through the same copies and codec as a worker (tests only)."""
     packed = {**request, "args": wire.pack(request.get("args", ())), "kwargs": wire.pack(request.get("kwargs", {}))}
     copied = pickle.loads(pickle.dumps(packed))
-    return wire.decode(_answer(call(impl, copied)))
+    declared = declared_capabilities(impl)
+    return wire.decode(_answer(call(impl, copied, declared.arrays if declared is not None else "torch")))

@@ -155,6 +155,8 @@ def _capabilities_section(record: dict[str, Any] | None) -> str:
              f"| operations | {_listed(caps.get('operations'), 'every protocol operation it has')} |",
              f"| dtypes | {_listed(caps.get('dtypes'), 'every dtype')} |",
              f"| devices | {_listed(caps.get('devices'), 'every device')} |"]
+    if caps.get("arrays") not in (None, "torch"):
+        lines.append(f"| arrays | {code(plain(caps.get('arrays')))} (its worker converts arguments and answers) |")
     conventions = caps.get("conventions")
     if isinstance(conventions, dict):
         for name in sorted(conventions, key=plain):
