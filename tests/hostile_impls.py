@@ -479,3 +479,27 @@ class TiesByHashOrder:
                         i += 1
                 segments[word] = merged
         return merges
+
+
+class SpinsInAChild:
+    """Starts a child process that spins and waits for it: the CPU is the child's, not the worker's."""
+
+    name = "spins-in-a-child"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        import subprocess
+        import sys
+
+        subprocess.run([sys.executable, "-c", "while True: pass  # spinning child of spins-in-a-child"])
+
+
+class BusyButCorrect:
+    """Correct attention after about 0.1 s of arithmetic per call: a row of it needs CPU, not only time."""
+
+    name = "busy-but-correct"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        end = time.process_time() + 0.1
+        while time.process_time() < end:
+            pass
+        return correct_attention(q, k, v, mask, causal)

@@ -165,7 +165,7 @@ def test_a_worker_reports_the_declaration_and_refuses_a_malformed_one(tmp_path: 
     report = tmp_path / "report.json"
     done = subprocess.run([sys.executable, "-m", "specformer", "run", "--impl", str(source),
                            "--impl", f"{source}:broken", "--claims", "attention.scaled-dot-product",
-                           "--report", str(report)], capture_output=True, text=True, timeout=600)
+                           "--report", str(report)], capture_output=True, text=True, timeout=1800)
     data = json.loads(report.read_text())
     by_name = {i["name"]: i for i in data["implementations"]}
     assert by_name["mine-float64"]["capabilities"]["dtypes"] == ["float64"]

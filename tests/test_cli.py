@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """``specformer ARGS`` in a fresh interpreter (the run command starts pytest)."""
     return subprocess.run([sys.executable, "-m", "specformer", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=1800)
 
 
 # -- specformer claims (in-process: it does not start pytest) ----------------------------
@@ -276,7 +276,7 @@ def test_a_run_stopped_early_never_leaves_a_report_that_claims_success(tmp_path:
         assert running["summary"]["ok"] is False and running["summary"]["complete"] is False
         time.sleep(1.0)
         process.send_signal(getattr(signal, how))
-        output, _ = process.communicate(timeout=60)
+        output, _ = process.communicate(timeout=600)
     finally:
         process.kill()
     report = json.loads(report_path.read_text(encoding="utf-8"))
@@ -321,7 +321,7 @@ def test_the_site_command_builds_pages_from_a_folder_outside_the_checkout(sums_r
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "specformer", "site", "--report", "R.json", "-o", "out",
                            "--no-plots", "--strict"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=600)
+                          timeout=1800)
     assert done.returncode == 0, done.stdout + done.stderr
     page = (tmp_path / "out" / "claims" / SUMS / "index.html").read_text(encoding="utf-8")
     assert "reference" in page and "weights_sum_to_one" in page

@@ -235,7 +235,7 @@ def test_a_run_with_a_deviations_file_passes_and_lists_what_is_fixed(tmp_path: P
     args = ["run", "--impl", "mutant.py", "--impl", "reference", "--property", PROP, "--dtype", "float64",
             "--deviations", "dev.toml", "--report", "R.json"]
     done = subprocess.run([sys.executable, "-m", "specformer", *args], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=1800)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {r["implementation"]: r for r in json.loads((tmp_path / "R.json").read_text())["rows"]}
     assert rows["causal-includes-next"]["outcome"] == "known-deviation"
@@ -243,7 +243,7 @@ def test_a_run_with_a_deviations_file_passes_and_lists_what_is_fixed(tmp_path: P
     assert rows["reference"]["outcome"] == "fixed"
     assert "no longer deviate" in done.stdout and "listed to be fixed" in done.stdout
     strict = subprocess.run([sys.executable, "-m", "specformer", "run", *args[3:], "--strict-deviations"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                            cwd=tmp_path, capture_output=True, text=True, timeout=1800)
     assert strict.returncode == 1, strict.stdout + strict.stderr
     assert "FIXED  masking.causal-no-future" in strict.stdout
 

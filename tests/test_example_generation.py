@@ -44,7 +44,7 @@ def examples(tmp_path: Path, pinned: bool, loaded: bool) -> list:
     pin = "import specformer.runner.profiles  # pins example generation" if pinned else "pass"
     script.write_text(SCRIPT.format(pin=pin, folder=str(tmp_path)), encoding="utf-8")
     done = subprocess.run([sys.executable, str(script), *(["with"] if loaded else [])], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "PYTHONHASHSEED": "0"}, check=True)
+                          timeout=1800, env={**os.environ, "PYTHONHASHSEED": "0"}, check=True)
     return json.loads(done.stdout)
 
 

@@ -51,7 +51,7 @@ def test_the_examples_conform_through_the_command_line(tmp_path: Path) -> None:
     claims = ",".join(c for _, wanted in SELECTION.values() for c in wanted)
     done = subprocess.run([sys.executable, "-m", "specformer", "run", *impls, "--claims", claims,
                            "--report", str(tmp_path / "R.json")], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=1800)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     report = json.loads((tmp_path / "R.json").read_text(encoding="utf-8"))
     assert report["summary"]["state"] == "complete" and report["summary"]["ok"]
@@ -123,7 +123,7 @@ def test_the_plain_implementations_pass_every_row_of_their_family(family: str, t
     makes a row slow shows in benchmarks/simple_rows.py."""
     done = subprocess.run([sys.executable, "-m", "specformer", "run", "--impl",
                            str(ROOT / "benchmarks" / "simple" / f"{family}.py"), "--report", str(tmp_path / "R.json")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     report = json.loads((tmp_path / "R.json").read_text(encoding="utf-8"))
     outcomes = {r["outcome"] for r in report["rows"]}

@@ -24,7 +24,7 @@ KEYS = ("claim", "property", "implementation", "device", "dtype", "outcome", "me
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "specformer", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=1800)
 
 
 def row(outcome: str, **kwargs: Any) -> RowResult:

@@ -393,7 +393,7 @@ def test_a_broken_user_file_yields_a_complete_report_of_errors(tmp_path: Path) -
     command = [sys.executable, "-m", "pytest", "--pyargs", "specformer.properties", "-p", "no:cacheprovider",
                "-c", "/dev/null", "--rootdir", str(tmp_path), "--impl", str(impl),
                "--claims", "attention.slide-example", "--report", str(report_path), "-q"]
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=1800)
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
     assert report_path.exists(), output
@@ -425,7 +425,7 @@ def test_a_message_with_a_lone_surrogate_is_reported_not_a_crash(tmp_path: Path)
     command = [sys.executable, "-m", "pytest", "--pyargs", "specformer.properties", "-p", "no:cacheprovider",
                "-c", "/dev/null", "--rootdir", str(tmp_path), "--impl", str(impl),
                "--claims", "attention.slide-example", "--report", str(report_path), "-q"]
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=1800)
     output = done.stdout + done.stderr
     assert done.returncode == 1 and "INTERNALERROR" not in output, output
     report = json.loads(report_path.read_text(encoding="utf-8"))  # valid UTF-8 and JSON

@@ -41,7 +41,7 @@ POOLS = textwrap.dedent("""
 
 def specformer(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "specformer", "run", *args, "--report", str(tmp_path / "r.json")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=1800,
                           env={**os.environ, **(env or {})})
 
 
@@ -67,7 +67,7 @@ def test_owned_gives_the_callers_environment_back(monkeypatch: pytest.MonkeyPatc
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_workers_pools_have_at_most_threads_each(tmp_path: Path, threads: int) -> None:
     pytest.importorskip("tokenizers")
-    unpinned = subprocess.run([sys.executable, "-c", POOLS], capture_output=True, text=True, timeout=300,
+    unpinned = subprocess.run([sys.executable, "-c", POOLS], capture_output=True, text=True, timeout=1800,
                               env={**os.environ, **SIXTEEN, "TOKENIZERS_PARALLELISM": "true"})
     assert int(unpinned.stdout) > 16, "outside the runner the same work should start large pools"
     counts = tmp_path / "threads.txt"
@@ -114,7 +114,7 @@ def test_plugins_installed_in_the_environment_are_not_loaded(tmp_path: Path) -> 
     work.mkdir()
     (work / "test_one.py").write_text("def test_one():\n    pass\n", encoding="utf-8")
     plain = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_one.py"], cwd=work,
-                           capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": path})
+                           capture_output=True, text=True, timeout=1800, env={**os.environ, "PYTHONPATH": path})
     assert "A PLUGIN FROM THE ENVIRONMENT RAN" in plain.stdout, "the plugin should load in a plain pytest run"
     done = specformer(tmp_path, "--impl", "reference", "--topic", "masking",
                       env={"PYTHONPATH": path, "PYTEST_ADDOPTS": "--no-such-option -x"})

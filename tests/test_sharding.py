@@ -88,7 +88,7 @@ def test_merge_refuses_a_missing_shard(tmp_path: Path, capsys: pytest.CaptureFix
 
 def _run(cwd: Path, *args: str) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-m", "specformer", "run", *SELECTION, *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads((cwd / args[args.index("--report") + 1]).read_text(encoding="utf-8"))
 

@@ -177,7 +177,7 @@ def test_mkdocs_build_strict(tmp_path):
     site = tmp_path / "site"
     env = {**os.environ, "SPECFORMER_REPORT": str(report), "NO_MKDOCS_2_WARNING": "1"}
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stdout + result.stderr
     assert (site / "claims" / "index.html").is_file()
     for claim in claims.values():

@@ -184,9 +184,9 @@ def test_offline_search_finds_softmax(browser, servers, build):
     # typed as a reader types, once the index is ready: a query set in one go (fill) while the
     # search worker still loads its index is dropped, and the results never come
     page.wait_for_function("() => { const m = document.querySelector('.md-search-result__meta');"
-                           " return m && !/initializ/i.test(m.textContent); }", timeout=60_000)
+                           " return m && !/initializ/i.test(m.textContent); }", timeout=600_000)
     page.locator(".md-search__input").press_sequentially("softmax", delay=20)
-    page.wait_for_selector(".md-search-result__item", timeout=60_000)
+    page.wait_for_selector(".md-search-result__item", timeout=600_000)
     assert page.locator(".md-search-result__item").count() > 0
     assert "softmax" in page.locator(".md-search-result").inner_text().lower()
     page.close()

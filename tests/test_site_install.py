@@ -111,7 +111,7 @@ def write_reports(folder: Path) -> list[Path]:
 
 
 def _run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, **kwargs)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, **kwargs)
     assert done.returncode == 0, " ".join(command) + "\n" + done.stdout + done.stderr
     return done
 

@@ -121,6 +121,6 @@ def test_a_family_module_imported_first_registers_once(module):
             "names = [p.name for p in plots()]\n"
             "assert len(names) == len(set(names)), names\n"
             "print(len(names))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) == len(plots())

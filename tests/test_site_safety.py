@@ -359,7 +359,7 @@ def mkdocs_build(site: Path, report: Path | str, published: str) -> subprocess.C
     env = {**os.environ, "SPECFORMER_REPORT": str(report), "SPECFORMER_PUBLISHED": published,
            "NO_MKDOCS_2_WARNING": "1"}
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
 
 
 def is_site_file(site: Path, page: Path, url: str, folder: str = "") -> bool:

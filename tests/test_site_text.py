@@ -228,7 +228,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("site-text")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run([sys.executable, "-m", "specformer", "site", "-o", "out", "--no-plots"], cwd=folder,
-                          env=env, capture_output=True, text=True, timeout=600)
+                          env=env, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "built without a report" in done.stdout
     return folder / "out"

@@ -191,7 +191,7 @@ def test_help_is_plain_text_and_imports_neither_torch_nor_hypothesis() -> None:
     assert "``" not in text and ":data:" not in text and "specformer new" in text
     code = ("import sys\nfrom specformer.runner.cli import main\ntry:\n    main(['claims'])\nexcept SystemExit:\n    pass\n"
             "print('torch' in sys.modules, 'hypothesis' in sys.modules, file=sys.stderr)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
     assert done.stderr.strip().splitlines()[-1] == "False False", done.stderr
 
 
@@ -248,7 +248,7 @@ def test_a_planted_bug_shows_its_message_and_a_call_into_the_users_code_in_the_f
     path.write_text(source.replace(old, new), encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "specformer", "run", "--impl", str(path),
                            "--report", str(tmp_path / "r.json")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     first = done.stdout.splitlines()[:30]
     text = "\n".join(first)
@@ -264,9 +264,9 @@ def test_replay_writes_the_failing_call_out_and_is_offered_only_where_there_is_o
     path.write_text(source.replace("for pair in merges:", "for pair in reversed(merges):"), encoding="utf-8")
     report = tmp_path / "r.json"
     subprocess.run([sys.executable, "-m", "specformer", "run", "--impl", str(path), "--topic", "bpe",
-                    "--report", str(report)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+                    "--report", str(report)], cwd=tmp_path, capture_output=True, text=True, timeout=1800)
     done = subprocess.run([sys.executable, "-m", "specformer", "replay", str(report), "merge-order", "-o",
-                           str(tmp_path / "out")], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+                           str(tmp_path / "out")], cwd=tmp_path, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "result = impl.bpe_encode('" in done.stdout, done.stdout
     row = {"claim": "bpe.x", "property": "bpe.y", "implementation": "mine", "device": "cpu", "dtype": "float64",

@@ -21,6 +21,7 @@ from hypothesis import reject
 from specformer.properties.tolerances import DTYPES, Tolerance, tolerance
 from specformer.protocol import CONVENTIONS, Capabilities, NotApplicable
 from specformer.protocol.capabilities import OutsideDeclaration, admits
+from specformer.runner.budget import Limit, as_limit
 from specformer.runner.supervisor import WorkerLost, WorkerPool
 from specformer.runner.wire import WireTensor, describe
 from specformer.runner.worker import run_locally
@@ -36,8 +37,8 @@ class ImplementationError(Exception):
 class Backend(Protocol):
     """Where an implementation's calls go: a worker process, or (tests only) this process."""
 
-    def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
-        """Run one call request; the worker's decoded answer."""
+    def call(self, request: dict[str, Any], what: str, deadline: Limit) -> dict[str, Any]:
+        """Run one call request within the row's limit; the worker's decoded answer."""
         ...
 
 
@@ -47,7 +48,7 @@ class WorkerBackend:
     def __init__(self, pool: WorkerPool, spec: str) -> None:
         self.pool, self.spec = pool, spec
 
-    def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
+    def call(self, request: dict[str, Any], what: str, deadline: Limit) -> dict[str, Any]:
         process, device = int(request.pop("process", 0)), str(request.get("device", "cpu"))
         worker = self.pool.worker(self.spec, deadline, process, device)
         if worker.load_answer.get("status") != "loaded":
@@ -65,8 +66,8 @@ class LocalBackend:
     def __init__(self, impl: Any) -> None:
         self.impl = impl
 
-    def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
-        return run_locally(self.impl, request)
+    def call(self, request: dict[str, Any], what: str, deadline: Limit) -> dict[str, Any]:
+        return run_locally(self.impl, request)  # its CPU is this process's: the row's limit counts it
 
 
 def _text(value: Any, limit: int = 2000) -> str:
@@ -77,14 +78,15 @@ class ContextBase:
     """What a property needs to know: the implementation, device, dtype and tolerance."""
 
     def __init__(self, backend: Backend, impl_name: str, device: str, dtype: str,
-                 deadline: float | None = None, capabilities: Capabilities | None = None) -> None:
+                 deadline: Limit | float | None = None, capabilities: Capabilities | None = None) -> None:
         self.backend = backend
         self.impl_name = impl_name
         self.device = torch.device(device)
         self.dtype_name = dtype
         self.dtype: torch.dtype = DTYPES[dtype]
         self.tol: Tolerance = tolerance(dtype)
-        self.deadline = deadline if deadline is not None else time.monotonic() + 3600.0
+        #: The row's limit (CPU seconds with a wall-clock backstop); a number is a wall-clock deadline.
+        self.deadline: Limit = as_limit(deadline) if deadline is not None else Limit.until(time.monotonic() + 3600.0)
         self.out_of_domain = 0
         self.not_applicable: list[str] = []
         self._flops: list[int] | None = None

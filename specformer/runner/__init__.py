@@ -24,7 +24,9 @@ One row is one property × implementation × device × dtype. It travels like th
         │  ctx.<operation>(...)                  specformer.checked: arguments checked,
         │                                        tensors packed
         ▼
-    WorkerPool.call(id, op, args, deadline)      supervisor.py  deadline kept from outside;
+    WorkerPool.call(id, op, args, limit)         supervisor.py  limit kept from outside (CPU
+        │                                                       seconds of checker and worker
+        │                                                       tree, wall backstop: budget.py);
         │  pickled request with a request id                    a late, silent, crashed or
         │  over a socket pair                                   out-of-turn worker is
         ▼                                                       killed: WorkerLost
@@ -51,7 +53,9 @@ One row is one property × implementation × device × dtype. It travels like th
 
 Besides ``run``: ``replay.py`` (a failing row's inputs, loadable in a REPL),
 ``skeleton.py`` (``specformer new FAMILY``), ``sharding.py`` (``specformer merge``),
-``loading.py`` (``--impl`` to an object), ``devices.py`` (which devices exist here).
+``loading.py`` (``--impl`` to an object), ``devices.py`` (which devices exist here),
+``budget.py`` (a row's CPU limit and wall-clock backstop), ``arrays.py`` (NumPy, JAX, CuPy
+and MLX arrays in and out of an implementation that declares them).
 
 Nothing in this package computes an expected value or knows a family's mathematics;
 the properties and :mod:`specformer.checked` do. Modules are imported where used, so

@@ -272,7 +272,8 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
         problem = _spec_syntax_problem(spec) or _impl_problem(spec)
         if problem:
             return problem
-    problem = number_problem(args.row_timeout, args.memory_limit, args.threads, args.jobs, args.seed)
+    problem = number_problem(args.row_timeout, args.memory_limit, args.threads, args.jobs, args.seed,
+                             args.row_backstop)
     if problem:
         return problem
     problem = _shard_problem(args)
@@ -416,7 +417,9 @@ def _run_pytest_owned(args: argparse.Namespace, extra: list[str], rows_file: Pat
                    # "+ where <built-in method ...>" lines to them
                    "--assert=plain",
                    "--device", args.device, "--profile", args.profile, "--report", str(report_path),
-                   "--row-timeout", str(args.row_timeout), "--threads", str(args.threads),
+                   "--row-timeout", str(args.row_timeout),
+                   *(["--row-backstop", str(args.row_backstop)] if args.row_backstop is not None else []),
+                   "--threads", str(args.threads),
                    "--memory-limit", str(args.memory_limit)]
     if args.jobs > 1:
         # the plugin's scheduler sends an implementation's rows to one job (see
@@ -535,7 +538,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="rerun exactly the rows of REPORT that did not end as expected")
     run.add_argument("--junit", metavar="PATH", help="also write JUnit XML (one testcase per row)")
     run.add_argument("--report", default=DEFAULT_REPORT, metavar="PATH", help=f"default: {DEFAULT_REPORT}")
-    run.add_argument("--row-timeout", type=float, default=120.0, metavar="SECONDS")
+    run.add_argument("--row-timeout", type=float, default=120.0, metavar="SECONDS",
+                     help="CPU seconds a row may use, the checker's and the implementation's together (default: 120)")
+    run.add_argument("--row-backstop", type=float, default=None, metavar="SECONDS",
+                     help="wall-clock seconds a row may last, for an implementation that sleeps or is starved "
+                          "(default: 5 times --row-timeout)")
     run.add_argument("--threads", type=int, default=1, metavar="N",
                      help="threads of every pool (torch, OpenMP, MKL, OpenBLAS, rayon), in the checker and in "
                           "each worker (default: 1)")

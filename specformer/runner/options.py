@@ -21,10 +21,12 @@ MAX_SEED = 2**32 - 1
 
 
 def number_problem(row_timeout: float | None = None, memory_mib: int | None = None, threads: int | None = None,
-                   jobs: int | None = None, seed: int | None = None) -> str | None:
+                   jobs: int | None = None, seed: int | None = None, backstop: float | None = None) -> str | None:
     """What is wrong with the given numeric options (``None`` is not given), or ``None``."""
     if row_timeout is not None and not (math.isfinite(row_timeout) and row_timeout > 0):
         return f"--row-timeout must be a finite positive number of seconds, got {row_timeout!r}"
+    if backstop is not None and not (math.isfinite(backstop) and backstop > 0):
+        return f"--row-backstop must be a finite positive number of seconds, got {backstop!r}"
     if memory_mib is not None and memory_mib != 0 and memory_mib < MIN_MEMORY_MIB:
         what = "a negative size" if memory_mib < 0 else f"below {MIN_MEMORY_MIB} MiB, where a worker cannot start"
         return f"--memory-limit must be 0 (no limit) or at least {MIN_MEMORY_MIB} MiB, got {memory_mib} ({what})"

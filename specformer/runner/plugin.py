@@ -49,6 +49,7 @@ from specformer.report.schedule import efficiency_line
 from specformer.runner import devices, environment, forkserver, sharding
 from specformer.adapters import DEFAULT_IMPLEMENTATIONS
 from specformer.context import WorkerBackend
+from specformer.runner.budget import BACKSTOP_FACTOR
 from specformer.runner.options import number_problem
 from specformer.runner.profiles import PROFILES
 from specformer.property import REGISTRY, Property, load_properties, property_modules
@@ -298,8 +299,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="threads of every pool (torch's, OpenMP, MKL, OpenBLAS, rayon), here and in each worker; "
                          "the suite's tensors are tiny, and thread start-up costs more than it saves (default: 1)")
     group.addoption("--row-timeout", dest="specformer_row_timeout", type=float, default=120.0, metavar="SECONDS",
-                    help="time limit of one row, and of loading an implementation; a worker past it is killed "
-                         "and the row is an error (default: 120)")
+                    help="CPU-time limit of one row (the checker's and the implementation's worker's, children "
+                         "included), and of loading an implementation; a worker past it is killed and the row is an "
+                         "error; a busy machine does not change it (default: 120)")
+    group.addoption("--row-backstop", dest="specformer_row_backstop", type=float, default=None, metavar="SECONDS",
+                    help="wall-clock limit of one row, for an implementation that sleeps, waits or is starved "
+                         f"(default: {BACKSTOP_FACTOR:g} times --row-timeout)")
     group.addoption("--memory-limit", dest="specformer_memory_limit", type=int, default=DEFAULT_MEMORY_MIB,
                     metavar="MIB", help="memory limit of each implementation's worker in MiB: the memory it "
                                         "really uses (resident), not address space it only reserves; 0 for none "
@@ -313,7 +318,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if not state.active:
         return
     problem = number_problem(config.getoption("specformer_row_timeout"), config.getoption("specformer_memory_limit"),
-                             config.getoption("specformer_threads"), seed=config.getoption("specformer_seed"))
+                             config.getoption("specformer_threads"), seed=config.getoption("specformer_seed"),
+                             backstop=config.getoption("specformer_row_backstop"))
     if problem:
         raise pytest.UsageError(problem)
     # every thread pool of the fork server and its workers pinned before the server starts (the
@@ -577,7 +583,8 @@ class PropertyItem(pytest.Item):
                     impl["name"] if impl else MATH, spec, self.device, self.dtype,
                     state.option("specformer_profile"), state.option("specformer_row_timeout"),
                     frozenset(impl["operations"]) if impl else None, seed=seed, shrink=not listed,
-                    capabilities=Capabilities.from_plain(impl.get("capabilities")) if impl else None)
+                    capabilities=Capabilities.from_plain(impl.get("capabilities")) if impl else None,
+                    backstop_s=state.option("specformer_row_backstop"))
             describe_failure(row, self.prop, budget)
             if printed is not None and not row.as_expected:
                 row.message = printed.append_to(row.message, budget.failing_mark)

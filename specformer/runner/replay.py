@@ -36,7 +36,7 @@ class RecordingBackend:
         self.examples.append([])
         return len(self.examples) - 1
 
-    def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
+    def call(self, request: dict[str, Any], what: str, deadline: Any) -> dict[str, Any]:
         self.examples[-1].append({"method": request.get("method"), "args": request.get("args", ()),
                                   "kwargs": {**request.get("kwargs", {}), **request.get("optional", {})},
                                   "optional": sorted(request.get("optional", {}))})

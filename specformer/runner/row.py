@@ -31,8 +31,10 @@ reproduction command, so that the command replays the same examples.
 The implementation runs in a worker (:mod:`specformer.runner.supervisor`); the property, its
 strategies and its expected values run here. Every failure mode of the implementation
 ends in one of these outcomes; nothing escapes but ``KeyboardInterrupt``. A hang is cut
-by the row's deadline, enforced on every call from outside the worker (and, for rows
-that call no implementation, by ``SIGALRM`` in the main thread).
+by the row's limit (:mod:`specformer.runner.budget`): CPU seconds of the checker and the
+implementation together, with a wall-clock backstop for an implementation that sleeps or
+is starved, enforced on every call from outside the worker (and, for rows that call no
+implementation, by ``SIGPROF`` and ``SIGALRM`` in the main thread).
 
 A row counts the examples Hypothesis *generated* (calls of the property, shrinking
 included), those *checked* (the property ran to its verdict) and those *out of domain*
@@ -56,6 +58,7 @@ from hypothesis import Phase, settings
 from hypothesis.errors import FailedHealthCheck, Flaky, Unsatisfiable
 
 from specformer.runner import devices
+from specformer.runner.budget import Limit
 from specformer.context import Backend, Context, ImplementationError
 from specformer.runner.profiles import min_checked, profile_settings
 from specformer.property import Property
@@ -154,23 +157,32 @@ def row_seed(profile: str, seed: int | None = None) -> int | None:
 
 
 @contextmanager
-def time_limit(seconds: float | None) -> Iterator[None]:
-    """Raise :class:`RowTimeout` after ``seconds`` (main thread with SIGALRM only)."""
-    usable = seconds and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable:
+def time_limit(limit: Limit) -> Iterator[None]:
+    """Raise :class:`RowTimeout` when ``limit`` runs out: its CPU seconds (this process's, ``ITIMER_PROF``)
+    or its wall-clock backstop (``ITIMER_REAL``), whichever first (main thread with signals only)."""
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable or (limit.cpu_s is None and limit.backstop_s is None):
         yield
         return
 
     def expire(signum: int, frame: Any) -> None:
-        raise RowTimeout(f"timed out after {seconds:g} s")
+        raise RowTimeout(limit.message("cpu" if signum == signal.SIGPROF else "wall"))
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    timers = []
+    if limit.cpu_s is not None:
+        timers.append((signal.SIGPROF, signal.ITIMER_PROF, max(1e-3, limit.cpu_s - limit.cpu_used())))
+    if limit.backstop_s is not None:
+        timers.append((signal.SIGALRM, signal.ITIMER_REAL, max(1e-3, limit.deadline - time.monotonic())))
+    previous = [(signum, signal.signal(signum, expire)) for signum, _, _ in timers]
+    for _, which, seconds in timers:
+        signal.setitimer(which, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        for _, which, _ in timers:
+            signal.setitimer(which, 0)
+        for signum, handler in previous:
+            signal.signal(signum, handler)
 
 
 def _notes(exc: BaseException) -> str | None:
@@ -196,6 +208,7 @@ def run_property(
     seed: int | None = None,
     shrink: bool = True,
     capabilities: Capabilities | None = None,
+    backstop_s: float | None = None,
 ) -> RowResult:
     """Run ``prop`` against the implementation behind ``backend``; never raises (but Ctrl-C).
 
@@ -204,6 +217,9 @@ def run_property(
     ``seed`` fixes the examples of a profile that is not derandomized (default: a fresh seed).
     ``shrink=False`` reports the first counterexample found, unshrunk (for rows listed as
     known deviations, whose failure is expected: shrinking them is most of their cost).
+    ``timeout_s`` is the row's limit in CPU seconds, the checker's and the implementation's
+    together; ``backstop_s`` its wall-clock backstop (default: :data:`~specformer.runner.budget.BACKSTOP_FACTOR`
+    times ``timeout_s``), :class:`~specformer.runner.budget.Limit`.
     ``capabilities`` is what the implementation declared (None, as nothing declared: every
     operation it has, every dtype, device and convention): a row outside it is not
     applicable at once, and inside it a refused example is an error.
@@ -227,9 +243,9 @@ def run_property(
         return row
 
     start = time.perf_counter()
-    deadline = time.monotonic() + (timeout_s or 24 * 3600.0)
-    ctx = Context(backend, impl_name, device, dtype, deadline, capabilities) if backend is not None else \
-        Context(_NoBackend(), impl_name, device, dtype, deadline)
+    limit = Limit(timeout_s, backstop_s) if timeout_s else Limit(None, 24 * 3600.0)
+    ctx = Context(backend, impl_name, device, dtype, limit, capabilities) if backend is not None else \
+        Context(_NoBackend(), impl_name, device, dtype, limit)
     test = prop.function
     inner = test.hypothesis.inner_test
     first_failure: list[BaseException] = []  # what to report if the time limit cuts shrinking short
@@ -237,8 +253,9 @@ def run_property(
 
     @functools.wraps(inner)  # counterexamples then name the property, not this wrapper
     def counted(*args: Any, **kwargs: Any) -> Any:
-        if time.monotonic() > deadline:
-            raise RowTimeout(f"timed out after {timeout_s:g} s")
+        ended = limit.ended()
+        if ended:
+            raise RowTimeout(limit.message(ended))
         counts["generated"] += 1
         if counts["checked"] == 0 and ctx.out_of_domain >= OUT_OF_DOMAIN_LIMIT:
             reason = ctx.not_applicable[-1] if ctx.not_applicable else "outside the implementation's domain"
@@ -262,14 +279,14 @@ def run_property(
     test._hypothesis_internal_use_settings = chosen
     test._hypothesis_internal_use_seed = seed  # what @seed(...) sets; None keeps derandomize
     try:
-        with time_limit(timeout_s if backend is None else None):
+        with time_limit(limit if backend is None else Limit(None)):
             test(ctx)
     except KeyboardInterrupt:
         raise
     except WorkerLost as exc:
         row.outcome, row.message, row.worker_lost = "error", f"{impl_name}: {exc}", True
         if "did not answer in time" in str(exc):
-            row.message += _time_limit_note(ctx, timeout_s)
+            row.message += _time_limit_note(ctx, limit)
     except RowTimeout as exc:
         if first_failure:  # a failure was found; only its shrinking ran out of time
             found = first_failure[0]
@@ -279,7 +296,7 @@ def run_property(
         else:
             row.outcome, row.message = _timeout_message(exc, backend, impl_name)
             if backend is not None:
-                row.message += _time_limit_note(ctx, timeout_s)
+                row.message += _time_limit_note(ctx, limit)
     except Unsatisfiable as exc:
         if ctx.not_applicable:
             row.outcome, row.message = "not-applicable", ctx.not_applicable[-1]
@@ -295,7 +312,7 @@ def run_property(
     except FailedHealthCheck as exc:
         row.outcome, row.message = "error", f"Hypothesis health check failed: {exc}"
     except Flaky as exc:  # the same example did not end the same way twice: say what differed
-        row.outcome, row.message = _flaky_message(exc, prop, ctx, backend, impl_name, first_failure, deadline)
+        row.outcome, row.message = _flaky_message(exc, prop, ctx, backend, impl_name, first_failure, limit)
     except ModuleNotFoundError as exc:  # an optional library that is not installed: not applicable
         missing = missing_message(exc.name)
         row.outcome = "not-applicable" if missing else "error"
@@ -321,12 +338,12 @@ def run_property(
     return row
 
 
-def _time_limit_note(ctx: Context, timeout_s: float | None) -> str:
-    """What a row cut by its time limit spent its time on, the limit and the flag that changes it."""
+def _time_limit_note(ctx: Context, limit: Limit) -> str:
+    """What a row cut by its time limit spent its time on, the limit and the flags that change it."""
     times = ctx.call_times()
     spent = f"; its calls: {times}" if times else ""
-    limit = f"{timeout_s:g} s" if timeout_s else "unlimited"
-    return f"{spent}. The row's limit is {limit} for all its examples together; --row-timeout SECONDS changes it"
+    return (f"{spent}. The row's limit is {limit.describe()} for all its examples together; --row-timeout "
+            "SECONDS changes the CPU limit, --row-backstop SECONDS the backstop")
 
 
 def _timeout_message(exc: BaseException, backend: Backend | None, impl_name: str) -> tuple[str, str]:
@@ -337,7 +354,7 @@ def _timeout_message(exc: BaseException, backend: Backend | None, impl_name: str
 
 
 def _flaky_message(exc: BaseException, prop: Property, ctx: Context, backend: Backend | None, impl_name: str,
-                   first_failure: list[BaseException], deadline: float) -> tuple[str, str]:
+                   first_failure: list[BaseException], limit: Limit) -> tuple[str, str]:
     """What happened when an example did not end the same way when Hypothesis ran it again.
 
     Hypothesis calls that flaky (``FlakyFailure``, ``FlakyStrategyDefinition``); the row
@@ -349,7 +366,7 @@ def _flaky_message(exc: BaseException, prop: Property, ctx: Context, backend: Ba
     failed = ("error" if isinstance(found, ImplementationError)
               else "refuted" if prop.expect == "counterexample" else "fail") if found is not None else "error"
     first = f"{_first_line(found)} " if found is not None else ""
-    if time.monotonic() > deadline:
+    if limit.ended():
         if found is None:
             return _timeout_message(RowTimeout(f"timed out while an example was replayed"), backend, impl_name)
         return failed, f"{first}(not shrunk: the time limit ran out while the example was replayed)"
@@ -394,5 +411,5 @@ def _judge_evidence(row: RowResult, ctx: Context) -> None:
 class _NoBackend:
     """The backend of ``math`` rows: calling an implementation there is a bug of the property."""
 
-    def call(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
+    def call(self, request: dict[str, Any], what: str, deadline: Limit) -> dict[str, Any]:
         raise RuntimeError(f"a property with needs=() tried {what}")

@@ -12,6 +12,10 @@ the next request starts a fresh worker.
 The worker's standard output and error are drained by a thread that keeps only the
 last :data:`OUTPUT_TAIL` bytes, shown when the worker crashes.
 
+The row's limit is enforced here, from outside the worker (:class:`specformer.runner.budget.Limit`):
+while the supervisor waits for an answer it reads the CPU time the worker and its children have
+used, and kills a worker whose row has run out of CPU time, or past its wall-clock backstop.
+
 The memory limit is enforced here too, on what the worker really uses: while the
 supervisor waits for an answer it reads the worker's resident anonymous memory
 (``RssAnon`` in ``/proc/PID/status``) every :data:`WATCH_S` seconds and kills a worker
@@ -39,6 +43,7 @@ from typing import Any
 from multiprocessing.connection import Connection
 
 from specformer.runner import forkserver, wire
+from specformer.runner.budget import Limit, as_limit, process_cpu_s, tree_cpu_s
 from specformer.runner.forkserver import ForkServer, ForkServerError
 
 #: Bytes of a worker's own output kept to explain a crash.
@@ -50,6 +55,8 @@ DEFAULT_MEMORY_MIB = 4096
 #: How often a waiting supervisor reads its worker's memory, in seconds: memory touched at a few
 #: GB/s overshoots the limit by at most a few hundred MiB before the worker is killed.
 WATCH_S = 0.02
+#: How often a waiting supervisor reads the CPU time of its worker and the worker's children, in seconds.
+CPU_WATCH_S = 0.05
 
 class WorkerLost(BaseException):
     """The worker crashed, exited, hung past its deadline or answered nonsense."""
@@ -120,7 +127,7 @@ def _drain(fd: int, out: _Output) -> None:
 class Worker:
     """One live worker process holding one loaded implementation."""
 
-    def __init__(self, spec: str, settings: WorkerSettings, deadline: float, process: int = 0) -> None:
+    def __init__(self, spec: str, settings: WorkerSettings, deadline: "Limit | float", process: int = 0) -> None:
         self.spec = spec
         self._server = fork_server(spec, process)
         mine, theirs = socket.socketpair()
@@ -147,7 +154,12 @@ class Worker:
         self._poller = select.poll()  # reused: building a selector per call costs more than the call
         self._poller.register(self._conn.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
         threading.Thread(target=_drain, args=(out_r, self._output), daemon=True).start()
-        self.load_answer: dict[str, Any] = self._receive("loading the implementation", deadline)
+        limit = as_limit(deadline)
+        self._call_start_cpu = 0.0  # a new process: its loading counts from nothing
+        try:
+            self.load_answer: dict[str, Any] = self._receive("loading the implementation", limit)
+        finally:
+            self._charge(limit)
 
     @property
     def alive(self) -> bool:
@@ -203,32 +215,51 @@ class Worker:
             return None
         return None
 
-    def _wait(self, what: str, deadline: float) -> bool:
-        """Wait for the worker's answer until ``deadline``, watching its memory; whether it came."""
+    def cpu_s(self, tree: bool = False) -> float:
+        """CPU seconds the worker has used (with the children it waited for; ``tree``: and those still
+        running); 0 where ``/proc`` cannot tell."""
+        spent = tree_cpu_s(self.pid) if tree else process_cpu_s(self.pid)
+        return spent or 0.0
+
+    def _running(self) -> float:
+        """CPU seconds the worker (and every process under it) has spent on the call in progress."""
+        return max(0.0, self.cpu_s(tree=True) - self._call_start_cpu)
+
+    def _charge(self, limit: Limit) -> None:
+        """Add the CPU the call that just ended used to the row's limit."""
+        if not self._dead:
+            limit.implementation_s += max(0.0, self.cpu_s() - self._call_start_cpu)
+
+    def _wait(self, what: str, limit: Limit) -> str | None:
+        """Wait for the worker's answer, watching its memory and the row's limit; ``None`` when it came, else
+        the message of the limit that ran out."""
         if self._spin():
-            return True
+            return None
         while True:
-            remaining = deadline - time.monotonic()
+            remaining = limit.deadline - time.monotonic()
             if remaining <= 0:
-                return False
+                return limit.message("wall", self._running())
             watch = self._memory_mib is not None
-            if self._poller.poll(max(1, int((min(remaining, WATCH_S) if watch else remaining) * 1000))):
-                return True
+            tick = min(remaining, WATCH_S if watch else CPU_WATCH_S if limit.cpu_s is not None else remaining)
+            if self._poller.poll(max(1, int(tick * 1000))):
+                return None
             used = self.resident_mib() if watch else None
             if used is not None and self._memory_mib is not None and used > self._memory_mib:
                 raise self._lost(what, f"the worker used {used:.0f} MiB of memory, more than the limit of "
                                        f"{self._memory_mib} MiB (--memory-limit; address space it only reserves "
                                        "does not count), and was killed")
+            if limit.cpu_s is not None:
+                running = self._running()
+                if limit.ended(running) == "cpu":
+                    return limit.message("cpu", running)
 
-    def _receive(self, what: str, deadline: float, expected_id: int | None = None) -> dict[str, Any]:
-        remaining = deadline - time.monotonic()
+    def _receive(self, what: str, limit: Limit, expected_id: int | None = None) -> dict[str, Any]:
         try:
-            ready = self._wait(what, deadline)
+            ended = self._wait(what, limit)
         except (OSError, ValueError):
-            ready = True  # closed: recv below reports the death
-        if not ready:
-            raise self._lost(what, f"the worker did not answer in time (the row's time limit ran out "
-                                   f"after {max(0.0, remaining):.3g} s of waiting) and was killed")
+            ended = None  # closed: recv below reports the death
+        if ended is not None:
+            raise self._lost(what, f"the worker did not answer in time ({ended}) and was killed")
         try:
             message = self._conn.recv_bytes(MAX_ANSWER)
         except (EOFError, ConnectionResetError):
@@ -276,12 +307,16 @@ class Worker:
                 return True
         return False
 
-    def request(self, request: dict[str, Any], what: str, deadline: float) -> dict[str, Any]:
-        """Send ``request`` and return the decoded answer, or raise :class:`WorkerLost`."""
+    def request(self, request: dict[str, Any], what: str, deadline: "Limit | float") -> dict[str, Any]:
+        """Send ``request`` and return the decoded answer, or raise :class:`WorkerLost`. ``deadline`` is the
+        row's :class:`Limit` (a plain number: a ``time.monotonic()`` deadline); the CPU the call used is
+        added to it."""
+        limit = as_limit(deadline)
         if self._unasked():
             raise self._lost(what, "the worker sent a message it was not asked for (after its previous answer, "
                                    "before this request) and was killed")
         self._next_id += 1
+        self._call_start_cpu = self.cpu_s()
         try:
             packed = {**request, "id": self._next_id, "args": wire.pack(request.get("args", ())),
                       "kwargs": wire.pack(request.get("kwargs", {}))}
@@ -294,7 +329,10 @@ class Worker:
                        "implementation's fork server (killed by the implementation, or by the checker after the "
                        "server stopped answering)")
             raise self._lost(what, how) from None
-        answer = self._receive(what, deadline, self._next_id)
+        try:
+            answer = self._receive(what, limit, self._next_id)
+        finally:
+            self._charge(limit)
         if answer.get("device_lost"):  # the worker exits after this answer: the next call starts another
             self.kill()
         return answer
@@ -313,7 +351,7 @@ class WorkerPool:
         self._workers: dict[tuple[str, int], Worker] = {}
         self.starts = 0
 
-    def worker(self, spec: str, deadline: float, process: int = 0, device: str = "cpu") -> Worker:
+    def worker(self, spec: str, deadline: "Limit | float", process: int = 0, device: str = "cpu") -> Worker:
         """A live worker for ``spec`` (raises :class:`WorkerLost` if none can be started). ``process`` 1
         is a second worker of the same implementation, forked from the root of the other hash seed.
 
@@ -342,8 +380,9 @@ class WorkerPool:
     def load(self, spec: str, timeout_s: float) -> dict[str, Any]:
         """Start a worker for ``spec`` and return its load answer (``loaded`` or ``load-error``).
 
-        ``timeout_s`` counts from when the fork server is ready (its own start, torch's
-        import, is not the implementation's time). A worker that crashes, exits or hangs
+        ``timeout_s`` is CPU seconds of the worker's loading, counted from when the fork server is
+        ready (its own start, torch's import, is not the implementation's time), with the
+        wall-clock backstop of :class:`~specformer.runner.budget.Limit`. A worker that crashes, exits or hangs
         while importing the implementation gives a ``load-error`` answer naming what
         happened.
         """
@@ -352,7 +391,7 @@ class WorkerPool:
         except ForkServerError as exc:
             return {"status": "load-error", "message": str(exc)}
         try:
-            worker = self.worker(spec, time.monotonic() + timeout_s)
+            worker = self.worker(spec, Limit(timeout_s))
         except WorkerLost as exc:
             return {"status": "load-error", "message": str(exc)}
         return worker.load_answer
