@@ -101,6 +101,9 @@ class ContextBase:
         self._calling: tuple[str, float] | None = None
         self._process = 0
         self.last_call: tuple[str, tuple[Any, ...], dict[str, Any]] | None = None
+        #: The distinct shapes each operation was called with in this row (:func:`shape_signature`): what a
+        #: jitted or compiled implementation compiles once each.
+        self.shapes: dict[str, set[str]] = {}
 
     @contextmanager
     def in_another_process(self) -> Iterator[None]:
@@ -252,6 +255,7 @@ class ContextBase:
             request["count_created"] = True
         #: the last call into the implementation: what a failure's summary shows as Python
         self.last_call = (op, args, {**kwargs, **(optional or {})})
+        self.shapes.setdefault(op, set()).add(shape_signature(args, kwargs))
         start = time.monotonic()
         self._calling = (op, start)
         answer = self.backend.call(request, f"calling {op}", self.deadline)
@@ -317,6 +321,15 @@ class ContextBase:
         except AssertionError:
             reference = same_dtype(self.dtype).to(torch.float64)
             assert_close(actual, expected, what, tol, reference_error=(reference - expected).abs())
+
+
+def shape_signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """The shapes of a call's tensors in argument order, ``2x3x4, 2x5x4, 2x5x1`` (``scalar`` for a 0-d tensor,
+    ``-`` for a call without tensors): two calls with one signature are one compilation of jitted code."""
+    from specformer.runner.worker import tensors_in
+
+    shapes = ["x".join(map(str, t.shape)) or "scalar" for _, t in tensors_in((args, kwargs), "")]
+    return ", ".join(shapes) or "-"
 
 
 #: Dtypes in which a result may also be judged against the reference computed in that dtype.

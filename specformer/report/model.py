@@ -60,9 +60,15 @@ _ROW_FIELDS = {
     "deviation_reason": {"type": ["string", "null"]},
     "original_outcome": {"enum": [*OUTCOMES, None]},
     "call": {"type": ["string", "null"]},  # the last call into the implementation before a failure
+    # the distinct shapes each operation was called with: {op: {"count": n, "shapes": [the first few]}}
+    "shapes": {"type": ["object", "null"],
+               "additionalProperties": {"type": "object", "required": ["count", "shapes"],
+                                        "properties": {"count": {"type": "integer", "minimum": 0},
+                                                       "shapes": {"type": "array", "items": {"type": "string"}}}}},
 }
 #: Row fields every row has; the others of ``_ROW_FIELDS`` came later within version 2.
-_REQUIRED_ROW_FIELDS = [f for f in _ROW_FIELDS if f not in ("seed", "deviation_reason", "original_outcome", "call")]
+_REQUIRED_ROW_FIELDS = [f for f in _ROW_FIELDS
+                        if f not in ("seed", "deviation_reason", "original_outcome", "call", "shapes")]
 
 #: JSON schema of a report (version 2).
 REPORT_SCHEMA: dict[str, Any] = {

@@ -392,6 +392,25 @@ def _provides_line(impl: Mapping[str, Any], families: Iterable[str] | None,
     return f"  –   {impl['name']} does not provide: {', '.join(parts)} (its rows are not applicable or absent)"
 
 
+def shapes_line(name: str, rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """How many distinct tensor shapes an implementation's operations were called with per row (what jitted
+    code compiles once each), or ``None`` when its rows made no call."""
+    counts = []
+    for row in rows:
+        if row.get("implementation") != name or not isinstance(row.get("shapes"), Mapping):
+            continue
+        for op, seen in row["shapes"].items():
+            count = seen.get("count") if isinstance(seen, Mapping) else None
+            if type(count) is int:
+                counts.append((count, str(op), str(row.get("property", "")), f"{row.get('device')}/{row.get('dtype')}"))
+    if not counts:
+        return None
+    most = max(counts)
+    mean = sum(c[0] for c in counts) / len(counts)
+    return (f"  –   {name}: {mean:.1f} distinct tensor shapes per operation per row on average, at most {most[0]} "
+            f"({most[1]} in {most[2]} [{most[3]}]); jitted code compiles once per shape")
+
+
 def _failure_lines(bad_rows: Sequence[Mapping[str, Any]], report: str | None) -> list[tuple[str, dict[str, bool]]]:
     """The count of rows not as expected and one block per distinct failure."""
     groups = grouped_failures(bad_rows)
@@ -439,6 +458,9 @@ def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str
                 if impl["status"] == "loaded" else None)
         if line:
             out.append((line, {}))
+        shapes = shapes_line(impl["name"], rows) if impl["status"] == "loaded" else None
+        if shapes:
+            out.append((shapes, {}))
     if math_left_out:
         out.append((f"  –   {math_left_out} selected properties call no implementation and were not run "
                     "(they run in the suite's own run; add --with-math to run them here)", {}))

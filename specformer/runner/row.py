@@ -119,6 +119,8 @@ class RowResult:
     original_outcome: str | None = None
     #: the last call into the implementation before the failure, as Python (``impl.op(...)``)
     call: str | None = None
+    #: the distinct shapes each operation was called with: ``{op: {"count": n, "shapes": [the first few]}}``
+    shapes: dict[str, Any] | None = None
     #: ``--strict-deviations``: a ``fixed`` row is not as expected (not stored in the report)
     strict_deviations: bool = field(default=False, repr=False)
     #: the worker was lost (crashed, killed, out of time or memory): no deviation entry may hide that
@@ -332,10 +334,23 @@ def run_property(
         row.duration_s = round(time.perf_counter() - start, 4)
         row.examples_generated, row.examples_checked = counts["generated"], counts["checked"]
         row.examples_out_of_domain = ctx.out_of_domain
+        row.shapes = shape_record(ctx.shapes)
     _judge_evidence(row, ctx)
     row.message = printable(row.message)
     row.counterexample = printable(row.counterexample) if row.counterexample is not None else None
     return row
+
+
+#: Shapes kept per operation in a row's record (the count is of all of them).
+SHAPES_KEPT = 8
+
+
+def shape_record(shapes: dict[str, set[str]]) -> dict[str, Any] | None:
+    """A row's distinct call shapes per operation, as the report keeps them (``None``: no call was made)."""
+    if not shapes:
+        return None
+    return {op: {"count": len(seen), "shapes": sorted(seen, key=lambda s: (len(s), s))[:SHAPES_KEPT]}
+            for op, seen in sorted(shapes.items())}
 
 
 def _time_limit_note(ctx: Context, limit: Limit) -> str:
