@@ -8,13 +8,25 @@ features and zeros. About one example in four is drawn at a size models use
 (:func:`realistic` and :func:`sizes`: sequence length and width 7 to 64, batch 3 or 4, 5 to
 8 heads), so that a bug that appears only beyond the small ranges is found too.
 
+**The shape budget.** Code that is jitted or compiled (JAX, ``torch.compile``) compiles
+once per tensor shape, so under a budgeted profile (``ci``, ``quick``) a row's sizes come
+from at most :data:`SHAPE_PLANS` plans: each example draws one plan, and every dimension
+drawn through :func:`dimension` (and :func:`sizes`, :func:`realistic`) in that example takes
+the plan's value for it: the smallest sizes (plan 0), the largest small ones (plan 1), mixed
+small sizes that differ from one dimension to the next (plan 2), and sizes models use
+(plan 3). Values are still drawn freely. ``thorough`` draws every size freely
+(:func:`shape_budget`, set per row by the runner from the profile).
+
 Family strategies (attention cases, ...) live in each family's own ``strategies`` module,
 which re-exports these. This module does not draw tokenizer text or corpora yet.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+from contextlib import contextmanager
+from typing import Iterator
 
 import numpy as np
 import torch
@@ -30,13 +42,64 @@ REALISTIC: dict[str, tuple[int, int]] = {"batch": (3, 4), "t": (7, 64), "d": (7,
 CHOSEN_MAX_ENTRIES = 128
 
 
-def realistic() -> st.SearchStrategy[bool]:
-    """Whether one example is drawn at a size models use: true for about one draw in four.
+#: How many size plans a row of a budgeted profile draws its shapes from (the module doc).
+SHAPE_PLANS = 4
+_BUDGET = [False]
+
+
+@contextmanager
+def shape_budget(on: bool) -> Iterator[None]:
+    """Inside, examples take their sizes from :data:`SHAPE_PLANS` plans (``on``) or draw them freely."""
+    saved = _BUDGET[0]
+    _BUDGET[0] = on
+    try:
+        yield
+    finally:
+        _BUDGET[0] = saved
+
+
+def budgeted() -> bool:
+    """Whether sizes come from the plans now (:func:`shape_budget`)."""
+    return _BUDGET[0]
+
+
+def _plan() -> st.SearchStrategy[int]:
+    return st.shared(st.integers(0, SHAPE_PLANS - 1), key="specformer.shape-plan")
+
+
+def _counter() -> st.SearchStrategy[Iterator[int]]:
+    return st.shared(st.builds(itertools.count), key="specformer.shape-counter")
+
+
+def planned(plan: int, index: int, low: int, high: int) -> int:
+    """The size of plan ``plan`` for the ``index``-th dimension an example draws, in ``[low, high]``."""
+    span = high - low + 1
+    if plan == 0:
+        return low
+    if plan == 1:
+        return high
+    return low + (7 * index + 3 * plan + 1) % span
+
+
+@st.composite
+def dimension(draw: st.DrawFn, low: int, high: int) -> int:
+    """One size in ``[low, high]``: drawn freely, or, under the shape budget, the example's plan's."""
+    if low >= high or not budgeted():
+        return draw(st.integers(low, high))
+    return planned(draw(_plan()), next(draw(_counter())), low, high)
+
+
+@st.composite
+def realistic(draw: st.DrawFn) -> bool:
+    """Whether one example is drawn at a size models use: true for about one draw in four
+    (under the shape budget: the last plan).
 
     Drawn (not an ``@example``), so every profile and seed meets realistic sizes; it
     shrinks to false, towards small counterexamples.
     """
-    return st.integers(0, 3).map(lambda i: i == 3)
+    if budgeted():
+        return draw(_plan()) == SHAPE_PLANS - 1
+    return draw(st.integers(0, 3)) == 3
 
 
 def sizes(large: bool, low: int, high: int, kind: str) -> st.SearchStrategy[int]:
@@ -46,9 +109,9 @@ def sizes(large: bool, low: int, high: int, kind: str) -> st.SearchStrategy[int]
     A realistic draw never goes below ``low``.
     """
     if not large:
-        return st.integers(low, high)
+        return dimension(low, high)
     lo, hi = REALISTIC[kind]
-    return st.integers(max(lo, low), max(hi, low))
+    return dimension(max(lo, low), max(hi, low))
 
 
 def bounded_floats(bound: float = BOUND) -> st.SearchStrategy[float]:

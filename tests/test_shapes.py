@@ -39,3 +39,59 @@ def test_the_summary_says_how_many_shapes_per_implementation() -> None:
                                          "most 8 (attention in attention.q [cpu/float64]); jitted code compiles once "
                                          "per shape")
     assert shapes_line("nobody", rows) is None
+
+
+# -- the shape budget: a row of a budgeted profile draws its sizes from a few plans ----------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+
+from specformer.properties import strategies as shared  # noqa: E402
+from specformer.properties.attention import strategies as attention  # noqa: E402
+from specformer.properties.blocks import strategies as blocks  # noqa: E402
+from specformer.properties.positions import strategies as positions  # noqa: E402
+from specformer.runner.profiles import shape_budgeted  # noqa: E402
+
+
+def draws(strategy, n: int = 100) -> list:
+    drawn = []
+
+    @settings(max_examples=n, database=None, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(x=strategy)
+    def collect(x) -> None:
+        drawn.append(x)
+
+    collect()
+    return drawn
+
+
+def test_budgeted_profiles() -> None:
+    assert shape_budgeted("ci") and shape_budgeted("quick") and shape_budgeted("mutants")
+    assert not shape_budgeted("thorough")
+
+
+def test_under_the_budget_attention_cases_take_at_most_four_shapes_one_at_model_sizes() -> None:
+    with shared.shape_budget(True):
+        shapes = {case.shape for case in draws(attention.attention_cases())}
+    assert len(shapes) <= shared.SHAPE_PLANS, shapes
+    assert any(b >= 3 and t_q >= 7 for b, t_q, *_ in shapes), shapes  # the plan of sizes models use
+    assert any(t_q != t_k for _, t_q, t_k, *_ in shapes), shapes  # queries and keys of different lengths
+    assert (1, 1, 1, 1, 1) in shapes, shapes  # the smallest
+    free = {case.shape for case in draws(attention.attention_cases())}
+    assert len(free) > 2 * shared.SHAPE_PLANS, free  # thorough: sizes drawn freely
+
+
+def test_under_the_budget_layers_and_positions_take_at_most_four_shapes() -> None:
+    with shared.shape_budget(True):
+        layers = {(c.x.shape, c.memory.shape, c.heads, c.weights["w_1"].shape) for c in draws(blocks.layer_cases())}
+        lengths = {tuple(p.shape) for p in draws(positions.positions())}
+        widths = set(draws(positions.even_widths()))
+    assert len(layers) <= shared.SHAPE_PLANS and len(lengths) <= shared.SHAPE_PLANS, (layers, lengths)
+    assert len(widths) <= shared.SHAPE_PLANS and max(w for w in widths) == 16, widths
+
+
+def test_a_row_at_ci_calls_attention_with_a_few_shapes() -> None:
+    """The row's own record: four plans, each with and without a mask, and the hand-picked examples."""
+    row = run_row("attention.rows_of_the_weights_sum_to_one", reference, "float64")
+    assert row.outcome == "pass", row.message
+    assert row.shapes["attention"]["count"] <= 2 * shared.SHAPE_PLANS + 2, row.shapes

@@ -170,7 +170,7 @@ def test_attention_cases_reach_realistic_sizes_about_one_draw_in_four() -> None:
 
 
 def test_multihead_cases_reach_eight_heads_and_width_64() -> None:
-    cases = _draws(sf.multihead_cases())
+    cases = _draws(sf.multihead_cases(), 400)
     heads = {c.params.h for c in cases}
     assert {1, 4, 8} <= heads and heads & {5, 6, 7}, f"head counts drawn: {sorted(heads)}"
     assert all(c.params.d_model <= 64 for c in cases)

@@ -15,11 +15,12 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from specformer.properties.strategies import (CHOSEN_MAX_ENTRIES, REALISTIC, BOUND, bounded_floats, permutations_of,
-                                              realistic, seeds, sizes, tensors)
+from specformer.properties.strategies import (CHOSEN_MAX_ENTRIES, REALISTIC, BOUND, bounded_floats, dimension,
+                                              permutations_of, realistic, seeds, sizes, tensors)
 from specformer.reference.attention.multihead import MultiHeadParams
 
-__all__ = ["BOUND", "REALISTIC", "bounded_floats", "permutations_of", "realistic", "seeds", "sizes", "tensors",
+__all__ = ["BOUND", "REALISTIC", "bounded_floats", "dimension", "permutations_of", "realistic", "seeds", "sizes",
+           "tensors",
            "AttentionCase", "masks", "projection_bound",
            "attention_cases", "MultiHeadCase", "multihead_params", "multihead_cases"]
 
@@ -115,7 +116,7 @@ def multihead_params(
         large = draw(realistic()) if h is None or d_model is None else False
     h = h if h is not None else draw(sizes(large, 1, max_h, "h"))
     if d_model is None:
-        d_model = h * draw(st.integers(5, max(5, REALISTIC["d"][1] // h)) if large else st.integers(1, max_head_width))
+        d_model = h * draw(dimension(5, max(5, REALISTIC["d"][1] // h)) if large else dimension(1, max_head_width))
     d_k = d_model // h
     d_v = d_k if d_v is None else d_v
     w = lambda rows, cols: draw(tensors((rows, cols), projection_bound(rows)))  # noqa: E731

@@ -12,7 +12,8 @@ from typing import NamedTuple
 import torch
 from hypothesis import strategies as st
 
-from specformer.properties.strategies import BOUND, bounded_floats, permutations_of, seeds, tensors
+from specformer.properties.strategies import BOUND, bounded_floats, budgeted, dimension, permutations_of, seeds, tensors
+from specformer.properties.strategies import realistic as _one_in_four
 from specformer.protocol.blocks import DECODER_KEYS, ENCODER_KEYS
 
 __all__ = ["BOUND", "DEFAULT_EPS", "LayerCase", "REALISTIC_ONE_IN", "bounded_floats", "epsilons", "layer_cases",
@@ -69,7 +70,10 @@ REALISTIC_ONE_IN = 3
 
 
 def realistic(draw: st.DrawFn) -> bool:
-    """Whether this example is drawn at realistic sizes: one in :data:`REALISTIC_ONE_IN`, shrinking to small."""
+    """Whether this example is drawn at realistic sizes: one in :data:`REALISTIC_ONE_IN`, shrinking to small
+    (under the shape budget: the plan of sizes models use)."""
+    if budgeted():
+        return draw(_one_in_four())
     return draw(st.integers(1, REALISTIC_ONE_IN), label="size class") == REALISTIC_ONE_IN
 
 
@@ -79,15 +83,15 @@ def layer_cases(draw: st.DrawFn, decoder: bool = False, max_t: int = 5, min_t: i
     example in :data:`REALISTIC_ONE_IN` at the sizes models use: up to 8 heads of width up to 8
     (``d_model`` up to 64), ``d_ff`` up to 256, batch 3 or 4, target and source lengths up to 64."""
     if realistic(draw):
-        heads = draw(st.integers(1, 8), label="heads")
-        d_model = heads * draw(st.integers(2, 8), label="d_k")
-        d_ff = draw(st.integers(16, 256), label="d_ff")
-        b, t, s = draw(st.integers(3, 4)), draw(st.integers(max(min_t, 6), 64)), draw(st.integers(5, 64))
+        heads = draw(dimension(1, 8), label="heads")
+        d_model = heads * draw(dimension(2, 8), label="d_k")
+        d_ff = draw(dimension(16, 256), label="d_ff")
+        b, t, s = draw(dimension(3, 4)), draw(dimension(max(min_t, 6), 64)), draw(dimension(5, 64))
     else:
-        heads = draw(st.integers(1, 2), label="heads")
-        d_model = heads * draw(st.integers(1 if heads > 1 else 2, 4), label="d_k")
-        d_ff = draw(st.integers(1, 16), label="d_ff")
-        b, t, s = draw(st.integers(1, 2)), draw(st.integers(min_t, max_t)), draw(st.integers(1, 4))
+        heads = draw(dimension(1, 2), label="heads")
+        d_model = heads * draw(dimension(1 if heads > 1 else 2, 4), label="d_k")
+        d_ff = draw(dimension(1, 16), label="d_ff")
+        b, t, s = draw(dimension(1, 2)), draw(dimension(min_t, max_t)), draw(dimension(1, 4))
     seed = draw(seeds(), label="seed")
     g = torch.Generator().manual_seed(seed)
     x = 4 * torch.rand(b, t, d_model, generator=g, dtype=torch.float64) - 2  # (B, t, d_model) in [-2, 2]

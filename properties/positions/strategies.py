@@ -11,9 +11,9 @@ import torch
 from hypothesis import strategies as st
 
 from specformer.protocol.positions import MAX_LENGTHS
-from specformer.properties.strategies import BOUND, bounded_floats, permutations_of, seeds, tensors
+from specformer.properties.strategies import BOUND, bounded_floats, dimension, permutations_of, seeds, tensors
 
-__all__ = ["BOUND", "bounded_floats", "permutations_of", "seeds", "tensors", "positions", "even_widths", "within",
+__all__ = ["BOUND", "bounded_floats", "dimension", "permutations_of", "seeds", "tensors", "positions", "even_widths", "within",
            "sinusoidal_base", "rope_base", "table_length", "below", "shift_below"]
 
 
@@ -21,13 +21,14 @@ __all__ = ["BOUND", "bounded_floats", "permutations_of", "seeds", "tensors", "po
 def positions(draw: st.DrawFn, *, max_t: int = 8, max_position: int = 2048, distinct: bool = False,
               min_t: int = 1) -> torch.Tensor:
     """A 1-D ``int64`` tensor of ``min_t..max_t`` positions in ``[0, max_position]`` (distinct if asked)."""
-    values = draw(st.lists(st.integers(0, max_position), min_size=min_t, max_size=max_t, unique=distinct))
+    n = draw(dimension(min_t, max_t))  # the shape budget's length, or any
+    values = draw(st.lists(st.integers(0, max_position), min_size=n, max_size=n, unique=distinct))
     return torch.tensor(values, dtype=torch.int64)
 
 
 def even_widths(max_d: int = 16) -> st.SearchStrategy[int]:
     """Even feature widths ``2..max_d`` (sinusoidal and rotary encodings pair their features)."""
-    return st.integers(1, max_d // 2).map(lambda n: 2 * n)
+    return dimension(1, max_d // 2).map(lambda n: 2 * n)
 
 
 def within(ctx: object, convention: str, drawn: object, values: tuple) -> object:

@@ -86,6 +86,17 @@ def profile_settings(name: str, max_examples: int | None = None) -> settings:
 
 
 
+#: Profile name -> whether its rows draw their sizes from a few plans (the shape budget of
+#: :mod:`specformer.properties.strategies`: jitted code compiles a few times per row); other
+#: profiles (the harness's own) follow ``ci``.
+SHAPE_BUDGET: dict[str, bool] = {"quick": True, "ci": True, "thorough": False}
+
+
+def shape_budgeted(name: str) -> bool:
+    """Whether rows of profile ``name`` take their sizes from the shape plans."""
+    return SHAPE_BUDGET.get(name, SHAPE_BUDGET["ci"])
+
+
 #: Profile name -> the fewest checked examples a passing row needs (see the module doc).
 MIN_CHECKED: dict[str, int] = {"quick": 5, "ci": 10, "thorough": 100}
 

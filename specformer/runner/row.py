@@ -60,7 +60,8 @@ from hypothesis.errors import FailedHealthCheck, Flaky, Unsatisfiable
 from specformer.runner import devices
 from specformer.runner.budget import Limit
 from specformer.context import Backend, Context, ImplementationError
-from specformer.runner.profiles import min_checked, profile_settings
+from specformer.properties.strategies import shape_budget
+from specformer.runner.profiles import min_checked, profile_settings, shape_budgeted
 from specformer.property import Property
 from specformer.optional import missing_message
 from specformer.protocol import Capabilities, NotApplicable
@@ -281,7 +282,7 @@ def run_property(
     test._hypothesis_internal_use_settings = chosen
     test._hypothesis_internal_use_seed = seed  # what @seed(...) sets; None keeps derandomize
     try:
-        with time_limit(limit if backend is None else Limit(None)):
+        with time_limit(limit if backend is None else Limit(None)), shape_budget(shape_budgeted(profile)):
             test(ctx)
     except KeyboardInterrupt:
         raise

@@ -408,6 +408,9 @@ def main(channel: int, output: int, spec: str, threads: int = 1, spin_s: float =
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
     faulthandler.enable(file=sys.stderr)
     torch.set_num_threads(max(1, threads))
+    # JAX takes 75 % of a GPU's memory at its first use unless told not to; every worker of every checker
+    # shares the device (a user's own setting is kept)
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     conn = Connection(channel)
     impl, reply = load(spec)
     conn.send_bytes(_answer(reply))
