@@ -101,10 +101,11 @@ def the_position_row_is_added_to_every_token_embedding(ctx: Context, case) -> No
 @st.composite
 def table_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor]:
     """A table ``(n_max, d)`` (``n_max`` up to 64, ``d`` up to 64) from a seed and 1 to 64 positions in it."""
-    n_max, d = draw(st.integers(1, 64), label="n_max"), draw(st.integers(1, 64), label="d")
+    n_max, d = draw(sf.dimension(1, 64), label="n_max"), draw(sf.dimension(1, 64), label="d")
     g = torch.Generator().manual_seed(draw(sf.seeds()))
     table = 2 * torch.rand(n_max, d, generator=g, dtype=torch.float64) - 1  # (n_max, d) in [-1, 1]
-    positions = draw(st.lists(st.integers(0, n_max - 1), min_size=1, max_size=64))
+    t = draw(sf.dimension(1, 64), label="t")
+    positions = draw(st.lists(st.integers(0, n_max - 1), min_size=t, max_size=t))
     return table, torch.tensor(positions, dtype=torch.int64)
 
 
@@ -156,9 +157,9 @@ def a_lookup_returns_the_tables_rows_bit_for_bit(ctx: Context, case) -> None:
 def input_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Tokens ``(B, t)`` (``B`` 1..4, ``t`` 1..64), a token table ``(V, d)`` (``V`` 1..50, ``d`` 1..64)
     and a position table ``(n_max, d)`` with ``t <= n_max <= t + 8``."""
-    vocab, d = draw(st.integers(1, 50), label="V"), draw(st.integers(1, 64), label="d")
-    b, t = draw(st.integers(1, 4), label="B"), draw(st.integers(1, 64), label="t")
-    n_max = t + draw(st.integers(0, 8), label="extra rows")
+    vocab, d = draw(sf.dimension(1, 50), label="V"), draw(sf.dimension(1, 64), label="d")
+    b, t = draw(sf.dimension(1, 4), label="B"), draw(sf.dimension(1, 64), label="t")
+    n_max = t + draw(sf.dimension(0, 8), label="extra rows")
     g = torch.Generator().manual_seed(draw(sf.seeds()))
     tokens = torch.randint(0, vocab, (b, t), generator=g)
     token_table = 2 * torch.rand(vocab, d, generator=g, dtype=torch.float64) - 1  # (V, d)
@@ -209,7 +210,7 @@ def each_summand_of_the_input_comes_from_its_own_table(ctx: Context, case, scale
 
 
 @claim_property("absolute.deterministic", needs=NEEDS)
-@given(positions=sf.positions(max_position=255), d_model=sf.even_widths(16).filter(lambda d: d >= 8),
+@given(positions=sf.positions(max_position=255), d_model=sf.dimension(4, 8).map(lambda n: 2 * n),
        kind=st.sampled_from(["sinusoidal", "binary"]))
 @example(positions=pos(0, 1, 2, 3), d_model=8, kind="sinusoidal")
 def an_encoding_depends_on_the_position_alone(ctx: Context, positions, d_model, kind) -> None:
@@ -240,10 +241,11 @@ def bits(positions: torch.Tensor, d_model: int) -> torch.Tensor:
 @st.composite
 def binary_cases(draw: st.DrawFn) -> tuple[torch.Tensor, int]:
     """``d_model`` in 1..40 and positions below ``2**d_model``: all of them when there are at most 256."""
-    d_model = draw(st.integers(1, 40))
+    d_model = draw(sf.dimension(1, 40))
     if 2**d_model <= 256:
         return torch.arange(2**d_model), d_model
-    values = draw(st.lists(st.integers(0, 2**d_model - 1), min_size=1, max_size=16, unique=True))
+    t = draw(sf.dimension(1, 16))
+    values = draw(st.lists(st.integers(0, 2**d_model - 1), min_size=t, max_size=t, unique=True))
     return torch.tensor(values, dtype=torch.int64), d_model
 
 
@@ -264,7 +266,7 @@ def binary_encodings_are_the_bits_and_distinct_below_two_to_the_d(ctx: Context, 
 
 
 @claim_property("absolute.bits-distinct", needs=NEEDS)
-@given(d_model=st.integers(1, 40), data=st.data())
+@given(d_model=sf.dimension(1, 40), data=st.data())
 @example(d_model=4, data=None)
 def a_power_of_two_sets_one_feature_and_the_first_feature_flips_every_step(ctx: Context, d_model, data) -> None:
     """A second check of the bit order, without the bit formula: position ``2^i`` is the unit vector ``e_i``
@@ -281,15 +283,15 @@ def a_power_of_two_sets_one_feature_and_the_first_feature_flips_every_step(ctx: 
 
 
 @claim_property("absolute.bits-distinct", needs=NEEDS)
-@given(d_model=st.integers(1, 40), data=st.data())
+@given(d_model=sf.dimension(1, 40), data=st.data())
 @example(d_model=3, data=None)
 def positions_past_two_to_the_d_are_refused_or_wrap_around(ctx: Context, d_model, data) -> None:
     """Past the last position the bits tell apart: a position ``p >= 2^d`` (up to ``2^(d+3)``) is refused with a
     ValueError, or encoded as its ``d`` lowest bits, those of ``p mod 2^d`` (a clamp to ``2^d - 1``, or bits
     read past ``d``, is neither)."""
     top = 2 ** (d_model + 3) - 1
-    past = [2**d_model + 1, top] if data is None else data.draw(
-        st.lists(st.integers(2**d_model, top), min_size=1, max_size=8), label="positions past 2^d")
+    past = [2**d_model + 1, top] if data is None else data.draw(sf.dimension(1, 8).flatmap(
+        lambda n: st.lists(st.integers(2**d_model, top), min_size=n, max_size=n)), label="positions past 2^d")
     answer = ctx.answer_or_refusal("positional_encoding", lambda: ctx.positional_encoding(
         "binary", torch.tensor(past, dtype=torch.int64), d_model))
     if isinstance(answer, str):
@@ -309,7 +311,7 @@ def linear_residual(before: torch.Tensor, after: torch.Tensor) -> float:
 @st.composite
 def shifts(draw: st.DrawFn) -> tuple[int, int]:
     """``d_model`` in 2..8 and an offset ``k`` in ``1 .. 2**d - 1``."""
-    d_model = draw(st.integers(2, 8))
+    d_model = draw(sf.dimension(2, 8))
     return d_model, draw(st.integers(1, 2**d_model - 1))
 
 
@@ -347,7 +349,7 @@ def self_attention(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 def shuffled_sentences(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Token embeddings ``X (t, d)``, projections ``(3, d, d)`` from a seeded normal generator
     (never degenerate), and a permutation of the ``t`` tokens that moves at least one."""
-    t, d = draw(st.integers(2, 6)), draw(sf.even_widths(8))
+    t, d = draw(sf.dimension(2, 6)), draw(sf.even_widths(8))
     x = draw(sf.tensors((t, d), 1.0))
     generator = torch.Generator().manual_seed(draw(sf.seeds()))
     w = torch.randn(3, d, d, generator=generator, dtype=torch.float64) / math.sqrt(d)

@@ -98,15 +98,15 @@ def check_mask(bias: torch.Tensor, what: str) -> None:
 
 def heads_and_lengths(max_h: int = 8, max_t: int = 8, min_t: int = 1) -> st.SearchStrategy[tuple[int, int]]:
     """``(h, t)`` for square biases: ``t`` up to ``max_t``, or (one example in three) up to 64."""
-    lengths = st.one_of(*[st.integers(min_t, max_t)] * 2, st.integers(max(min_t, max_t), 64))
-    return st.tuples(st.integers(1, max_h), lengths)
+    lengths = sf.dimension_in(*[(min_t, max_t)] * 2, (max(min_t, max_t), 64))
+    return st.tuples(sf.dimension(1, max_h), lengths)
 
 
 @st.composite
 def unequal_lengths(draw: st.DrawFn, max_t: int = 8) -> tuple[int, int, int]:
     """``(h, t_q, t_k)`` with ``t_q != t_k``."""
-    h, t_q = draw(st.integers(1, 8)), draw(st.integers(1, max_t))
-    t_k = draw(st.integers(1, max_t).filter(lambda t: t != t_q))
+    h, t_q = draw(sf.dimension(1, 8)), draw(sf.dimension(1, max_t))
+    t_k = draw(sf.dimension_in((1, max_t), other=t_q))
     return h, t_q, t_k
 
 
@@ -247,7 +247,7 @@ def slope_tolerance(ctx: Context) -> Tolerance:
 
 
 @claim_property("alibi.fixed-slopes", needs=ALIBI)
-@given(h=st.integers(1, 128), t=st.integers(2, 16))
+@given(h=sf.dimension(1, 128), t=sf.dimension(2, 16))
 @example(h=8, t=2)
 @example(h=3, t=4)
 @example(h=12, t=3)
@@ -259,7 +259,7 @@ def the_slopes_are_the_papers_fixed_geometric_sequence(ctx: Context, h, t) -> No
 
 
 @claim_property("alibi.fixed-slopes", needs=ALIBI, expect="counterexample")
-@given(h=st.integers(1, 128), t=st.integers(2, 16))
+@given(h=sf.dimension(1, 128), t=sf.dimension(2, 16))
 @example(h=8, t=2)
 def the_slopes_are_learned_coefficients_not_fixed_by_the_number_of_heads_as_written(ctx: Context, h, t) -> None:
     """As written (003): each head's slope is a learned coefficient, so an implementation's slopes are not
@@ -328,9 +328,9 @@ def geometric_slopes(h: int) -> torch.Tensor:
 def alibi_attention_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``q, k, v (B, h, t, d_k)``: ``B`` 1..3, ``h`` 1..8, ``t`` 1..64, ``d_k`` 1..64 (small sizes shrink
     first), entries in ``[-2, 2]`` from a seed."""
-    b, h = draw(st.integers(1, 3), label="B"), draw(st.integers(1, 8), label="h")
-    t = draw(st.one_of(st.integers(1, 8), st.integers(9, 64)), label="t")
-    d_k = draw(st.one_of(st.integers(1, 8), st.integers(9, 64)), label="d_k")
+    b, h = draw(sf.dimension(1, 3), label="B"), draw(sf.dimension(1, 8), label="h")
+    t = draw(sf.dimension_in((1, 8), (9, 64)), label="t")
+    d_k = draw(sf.dimension_in((1, 8), (9, 64)), label="d_k")
     g = torch.Generator().manual_seed(draw(sf.seeds()))
     q, k, v = (4 * torch.rand(b, h, t, d_k, generator=g, dtype=torch.float64) - 2 for _ in range(3))
     return q, k, v
@@ -392,11 +392,11 @@ def reference_in(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
 def unequal_attention_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``q (B, h, t_q, d_k)``, ``k (B, h, t_k, d_k)``, ``v (B, h, t_k, d_v)`` with ``t_q != t_k`` (each 1..8, or
     up to 32 one time in three), entries in ``[-2, 2]`` from a seed."""
-    b, h = draw(st.integers(1, 2), label="B"), draw(st.integers(1, 8), label="h")
-    lengths = st.one_of(st.integers(1, 8), st.integers(1, 8), st.integers(1, 32))
-    t_q = draw(lengths, label="t_q")
-    t_k = draw(lengths.filter(lambda t: t != t_q), label="t_k")
-    d_k, d_v = draw(st.integers(1, 16), label="d_k"), draw(st.integers(1, 16), label="d_v")
+    b, h = draw(sf.dimension(1, 2), label="B"), draw(sf.dimension(1, 8), label="h")
+    lengths = ((1, 8), (1, 8), (1, 32))
+    t_q = draw(sf.dimension_in(*lengths), label="t_q")
+    t_k = draw(sf.dimension_in(*lengths, other=t_q), label="t_k")
+    d_k, d_v = draw(sf.dimension(1, 16), label="d_k"), draw(sf.dimension(1, 16), label="d_v")
     g = torch.Generator().manual_seed(draw(sf.seeds()))
     return tuple(4 * torch.rand(b, h, t, d, generator=g, dtype=torch.float64) - 2
                  for t, d in ((t_q, d_k), (t_k, d_k), (t_k, d_v)))
@@ -426,7 +426,7 @@ def attention_with_t_q_and_t_k_apart_counts_queries_and_keys_from_the_first(ctx:
 @st.composite
 def equal_score_cases(draw: st.DrawFn) -> tuple[int, int, torch.Tensor]:
     """``(h, t, k)``: keys ``(B, h, t, t)`` in ``[-2, 2]`` from a seed, ``h`` 1..16, ``t`` 2..12."""
-    b, h, t = draw(st.integers(1, 2), label="B"), draw(st.integers(1, 16), label="h"), draw(st.integers(2, 12), label="t")
+    b, h, t = draw(sf.dimension(1, 2), label="B"), draw(sf.dimension(1, 16), label="h"), draw(sf.dimension(2, 12), label="t")
     g = torch.Generator().manual_seed(draw(sf.seeds()))
     return h, t, 4 * torch.rand(b, h, t, t, generator=g, dtype=torch.float64) - 2
 
@@ -469,8 +469,8 @@ def with_equal_scores_each_step_of_distance_divides_the_weight_by_e_to_the_slope
 def multi_head_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``q, k, v (B, h, t, d_k)`` with ``h`` 2..8 heads and ``t`` 2..8 (two keys at least, so the scale shows),
     entries in ``[-2, 2]`` from a seed."""
-    b, h = draw(st.integers(1, 2), label="B"), draw(st.integers(2, 8), label="h")
-    t, d_k = draw(st.integers(2, 8), label="t"), draw(st.integers(1, 16), label="d_k")
+    b, h = draw(sf.dimension(1, 2), label="B"), draw(sf.dimension(2, 8), label="h")
+    t, d_k = draw(sf.dimension(2, 8), label="t"), draw(sf.dimension(1, 16), label="d_k")
     g = torch.Generator().manual_seed(draw(sf.seeds()))
     return tuple(4 * torch.rand(b, h, t, d_k, generator=g, dtype=torch.float64) - 2 for _ in range(3))
 
@@ -511,7 +511,7 @@ def alibi_attention_scales_the_scores_by_the_root_of_the_embedding_width_as_writ
 
 
 @claim_property("alibi.any-length", needs=ALIBI)
-@given(case=heads_and_lengths(), longer=st.integers(1, 24), causal=st.booleans())
+@given(case=heads_and_lengths(), longer=sf.dimension(1, 24), causal=st.booleans())
 @example(case=(8, 16), longer=240, causal=True)
 def the_bias_of_a_short_input_is_the_top_left_block_of_a_longer_ones(ctx: Context, case, longer, causal) -> None:
     """For ``T > t``, ``B(h, T, T)[:, :t, :t] = B(h, t, t)``: the bias is defined at any length and does not

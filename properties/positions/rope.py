@@ -177,10 +177,10 @@ def rope_cases(draw: st.DrawFn, *, max_d: int = 16, max_position: int = MAX_POSI
                min_d: int = 2) -> RopeCase:
     """A :class:`RopeCase` with up to 5 queries and keys, positions up to ``max_position``; one example in three
     with batch 3 or 4, width up to 64 and up to 64 queries and keys."""
-    if draw(st.integers(1, 3), label="size class") == 3:  # the sizes models use: batch 3-4, d and t up to 64
-        b, d, min_t, max_t = draw(st.integers(3, 4)), 2 * draw(st.integers(max(min_d, 18) // 2, 32)), 6, 64
+    if draw(sf.large_sizes(3)):  # the sizes models use: batch 3-4, d and t up to 64
+        b, d, min_t, max_t = draw(sf.dimension(3, 4)), 2 * draw(sf.dimension(max(min_d, 18) // 2, 32)), 6, 64
     else:
-        b, d, min_t, max_t = draw(st.integers(1, 2)), draw(sf.even_widths(max_d).filter(lambda n: n >= min_d)), 1, 5
+        b, d, min_t, max_t = draw(sf.dimension(1, 2)), 2 * draw(sf.dimension((max(min_d, 2) + 1) // 2, max_d // 2)), 1, 5
     pq = draw(sf.positions(min_t=min_t, max_t=max_t, max_position=max_position))
     pk = draw(sf.positions(min_t=min_t, max_t=max_t, max_position=max_position))
     q, k = draw(sf.tensors((b, pq.shape[0], d))), draw(sf.tensors((b, pk.shape[0], d)))

@@ -11,10 +11,11 @@ import torch
 from hypothesis import strategies as st
 
 from specformer.protocol.positions import MAX_LENGTHS
-from specformer.properties.strategies import BOUND, bounded_floats, dimension, permutations_of, seeds, tensors
+from specformer.properties.strategies import (BOUND, bounded_floats, budgeted, dimension, permutations_of, realistic,
+                                              seeds, tensors)
 
 __all__ = ["BOUND", "bounded_floats", "dimension", "permutations_of", "seeds", "tensors", "positions", "even_widths", "within",
-           "sinusoidal_base", "rope_base", "table_length", "below", "shift_below"]
+           "sinusoidal_base", "rope_base", "table_length", "below", "shift_below", "dimension_in", "large_sizes"]
 
 
 @st.composite
@@ -29,6 +30,31 @@ def positions(draw: st.DrawFn, *, max_t: int = 8, max_position: int = 2048, dist
 def even_widths(max_d: int = 16) -> st.SearchStrategy[int]:
     """Even feature widths ``2..max_d`` (sinusoidal and rotary encodings pair their features)."""
     return dimension(1, max_d // 2).map(lambda n: 2 * n)
+
+
+@st.composite
+def dimension_in(draw: st.DrawFn, *ranges: tuple[int, int], other: int | None = None) -> int:
+    """One size from one of ``ranges`` (``(low, high)`` pairs; a range listed twice is drawn twice as often), other
+    than ``other`` when given: drawn freely as ``st.one_of`` of them, or, under the shape budget, the example's
+    plan's size (:func:`dimension`) in the last range for the realistic plan and in the first for the others.
+
+    ``other`` is skipped, not filtered out (a plan gives two dimensions of one range the same size): the size is
+    drawn in ``[low, high - 1]`` and raised by one from ``other`` on.
+    """
+    chosen = ranges if not budgeted() else (ranges[-1] if draw(realistic()) else ranges[0],)
+    less = 0 if other is None else 1
+    options = [dimension(low, high - less) for low, high in chosen]
+    n = draw(options[0] if len(options) == 1 else st.one_of(options))
+    return n if other is None or n < other else n + 1
+
+
+@st.composite
+def large_sizes(draw: st.DrawFn, one_in: int) -> bool:
+    """Whether an example is drawn at the sizes models use: one draw in ``one_in`` (shrinking to false), or,
+    under the shape budget, the realistic plan (:func:`realistic`)."""
+    if budgeted():
+        return draw(realistic())
+    return draw(st.integers(1, one_in), label="size class") == one_in
 
 
 def within(ctx: object, convention: str, drawn: object, values: tuple) -> object:
