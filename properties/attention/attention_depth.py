@@ -101,7 +101,7 @@ def rounding_floor(ctx: Context) -> float:
 
 
 @claim_property("attention.rank-collapse")
-@given(seed=sf.seeds(), t=st.integers(3, 8), d=st.integers(2, 6), gain=st.floats(0.0, MAX_GAIN))
+@given(seed=sf.seeds(), t=sf.dimension(3, 8), d=sf.dimension(2, 6), gain=st.floats(0.0, MAX_GAIN))
 def pure_self_attention_stacks_collapse_to_rank_one(ctx: Context, seed, t, d, gain) -> None:
     """Without residuals or feed-forward nets, ``r(X_L) <= 1e-6 r(X_0)`` (up to rounding) at L = 12.
 
@@ -123,7 +123,7 @@ def pure_self_attention_stacks_collapse_to_rank_one(ctx: Context, seed, t, d, ga
 
 
 @claim_property("attention.rank-collapse", dtypes=("float32", "float64"))
-@given(seed=sf.seeds(), t=st.integers(3, 8), d=st.integers(2, 6), gain=st.floats(0.0, MAX_GAIN))
+@given(seed=sf.seeds(), t=sf.dimension(3, 8), d=sf.dimension(2, 6), gain=st.floats(0.0, MAX_GAIN))
 def residual_connections_prevent_the_collapse(ctx: Context, seed, t, d, gain) -> None:
     """With ``X_{l+1} = X_l + SA_l(X_l)`` the token differences survive L = 12 layers.
 
@@ -153,7 +153,7 @@ def residual_connections_prevent_the_collapse(ctx: Context, seed, t, d, gain) ->
 
 @claim_property("attention.rank-collapse", expect="counterexample")
 @example(d=3, sharpness=10.0, seed=0)
-@given(d=st.integers(2, 6), sharpness=st.floats(0.0, 10.0), seed=sf.seeds())
+@given(d=sf.dimension(2, 6), sharpness=st.floats(0.0, 10.0), seed=sf.seeds())
 def pure_attention_always_collapses_as_written(ctx: Context, d, sharpness, seed) -> None:
     """As written: pure attention collapses the tokens whatever the weights: ``r(X_L) < r(X_0) / 10``.
 

@@ -405,6 +405,7 @@ def cost_sizes(draw: st.DrawFn) -> tuple[int, int, int, int, int]:
     Only there does every correct implementation's additive score cost more than its dot
     score as ``FlopCounterMode`` counts them (see the property that draws them).
     """
+    # Drawn freely, not from the shape plans: sizes are all the row draws, and a law over sizes is what it checks.
     b, t_q, t_k, d_k = draw(st.integers(1, 2)), draw(st.integers(1, 6)), draw(st.integers(1, 6)), draw(st.integers(1, 16))
     return b, t_q, t_k, d_k, max(t_q, t_k, d_k) + draw(st.integers(1, 8))
 
@@ -479,6 +480,8 @@ def _attention_flops(ctx: Context, b: int, t: int, d_k: int, d_v: int) -> int:
 
 
 @claim_property("attention.quadratic-cost", max_examples=15)
+# Drawn freely, not from the shape plans: a law over sizes, and sizes are all the row draws (from the plans it
+# would check 4 examples, not 15).
 @given(b=st.integers(1, 2), t0=st.integers(1, 3), d_k=st.integers(1, 4), d_v=st.integers(1, 4))
 def the_flops_of_attention_are_quadratic_in_the_sequence_length(ctx: Context, b, t0, d_k, d_v) -> None:
     """``FLOPs(t) = a t^2 + b' t + c`` at ``t_q = t_k = t``, with ``a = m 2 B (d_k + d_v)``, ``m >= 1``.
@@ -543,7 +546,7 @@ SLIDE_CASE = RegressionCase(torch.tensor([p[0] for p in SLIDE_POINTS], dtype=tor
 @st.composite
 def regression_cases(draw, max_n: int = 6, max_t_q: int = 4) -> RegressionCase:
     """Inputs and queries in ``[0, 7]`` (the slide's range), targets in ``[-3, 3]``, sigma in ``[0.5, 3]``."""
-    n, t_q = draw(st.integers(1, max_n)), draw(st.integers(1, max_t_q))
+    n, t_q = draw(sf.dimension(1, max_n)), draw(sf.dimension(1, max_t_q))
     return RegressionCase(draw(sf.tensors((n,), 3.5)) + 3.5, draw(sf.tensors((n,))),
                           draw(sf.tensors((t_q,), 3.5)) + 3.5, draw(st.floats(0.5, 3.0)))
 

@@ -253,10 +253,10 @@ def a_causal_flag_with_a_mask_equals_the_combined_mask_without_the_flag(ctx: Con
 
 
 @claim_property("masking.causal-prefix-consistency")
-@given(case=sequence_cases(min_t=1))
-def causal_attention_over_a_prefix_gives_the_same_rows(ctx: Context, case) -> None:
-    """``Attention_causal(X)_{1:n} = Attention_causal(X_{1:n})`` for the prefix ``n = i + 1``."""
-    n = case.i + 1
+@given(case=sequence_cases(min_t=1), data=st.data())
+def causal_attention_over_a_prefix_gives_the_same_rows(ctx: Context, case, data) -> None:
+    """``Attention_causal(X)_{1:n} = Attention_causal(X_{1:n})`` for a prefix of length ``1 <= n <= t``."""
+    n = data.draw(sf.dimension(1, case.t), label="prefix length")  # a length: one of the shape plan's sizes
     full = ctx.attention(case.q, case.k, case.v, causal=True).output
     prefix = ctx.attention(case.q[:, :n], case.k[:, :n], case.v[:, :n], causal=True).output
     ctx.assert_close(full[:, :n], prefix, f"rows 1..{n} of the full causal output vs the output on the prefix",

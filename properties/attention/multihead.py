@@ -161,13 +161,13 @@ def free_key_width_cases(draw: st.DrawFn, max_batch: int = 2, max_t: int = 4):
 
     ``d_v = d_model / h``, so only the query/key width departs from the usual one.
     """
-    h, head_width = draw(st.integers(1, 4)), draw(st.integers(1, 4))
-    other = draw(st.integers(1, 4))
+    h, head_width = draw(sf.dimension(1, 4)), draw(sf.dimension(1, 4))
+    other = draw(sf.dimension(1, 4))
     d_model, d_k = h * head_width, other + (other >= head_width)  # d_k in 1..5, never d_model / h
     w = lambda rows, cols: draw(sf.tensors((rows, cols), sf.projection_bound(rows)))  # noqa: E731
     params = MultiHeadParams(w(d_model, h * d_k), w(d_model, h * d_k), w(d_model, h * head_width),
                              w(h * head_width, d_model), h)
-    b, t_q, t_k = draw(st.integers(1, max_batch)), draw(st.integers(1, max_t)), draw(st.integers(1, max_t))
+    b, t_q, t_k = draw(sf.dimension(1, max_batch)), draw(sf.dimension(1, max_t)), draw(sf.dimension(1, max_t))
     return draw(sf.tensors((b, t_q, d_model))), draw(sf.tensors((b, t_k, d_model))), params
 
 
@@ -287,7 +287,7 @@ _GIVE_UP_AFTER = 20
 def with_any_d_v_the_output_matches_the_formula_and_w_o_has_h_d_v_rows(ctx: Context, data) -> None:
     """Corrected: Concat has width ``h d_v`` (``d_model`` iff ``d_v = d_model / h``); ``W^O`` is ``h d_v x d_model``."""
     ctx.require("value_width", "free")  # not applicable at once to a declared d_model / h-only implementation
-    h, head_width, other_width, b, t_q, t_k = (data.draw(st.integers(1, n), label=label) for n, label in (
+    h, head_width, other_width, b, t_q, t_k = (data.draw(sf.dimension(1, n), label=label) for n, label in (
         (4, "h"), (4, "d_model / h"), (4, "d_v, skipping d_model / h"), (2, "B"), (4, "t_q"), (4, "t_k")))
     d, d_v = h * head_width, other_width + (other_width >= head_width)  # d_v in 1..5, never d_model / h
     shapes = [(d, h * head_width), (d, h * head_width), (d, h * d_v), (h * d_v, d)]
@@ -315,7 +315,7 @@ def with_any_d_v_the_output_matches_the_formula_and_w_o_has_h_d_v_rows(ctx: Cont
 
 
 @claim_property("multihead.concat-width", needs=("attention",), expect="counterexample")
-@given(h=st.integers(1, 4), head_width=st.integers(1, 4), d_v=st.integers(1, 5))
+@given(h=sf.dimension(1, 4), head_width=sf.dimension(1, 4), d_v=sf.dimension(1, 5))
 @example(h=2, head_width=2, d_v=3)
 def the_concat_has_width_d_model_as_written(ctx: Context, h, head_width, d_v) -> None:
     """As written: ``Concat(head_1..head_h)`` has width ``d_model`` (``W^O``: ``d_model x d_model``) for any ``d_v``.
@@ -351,6 +351,8 @@ def _flops(ctx: Context, query: torch.Tensor, source: torch.Tensor, params: Mult
 
 
 @claim_property("multihead.cost-equal", needs=MHA)
+# Drawn freely, not from the shape plans: a law over sizes, and sizes are all the row draws (from the plans it
+# would check 4 examples).
 @given(h=st.integers(2, 4), head_width=st.integers(1, 4), b=st.integers(1, 2), t_q=st.integers(1, 5),
        t_k=st.integers(1, 5))
 @example(h=2, head_width=2, b=1, t_q=3, t_k=2)  # first: settles at once whether the counter sees the kernels

@@ -395,7 +395,7 @@ def implementation_dot_products(ctx: Context, d_k: int, block: int, seed: int, d
 
 
 @claim_property("scaling.dot-product-variance", needs=("attention",), dtypes=("float32",), max_examples=2)
-@given(d_k=st.integers(1, 64), seed=sf.seeds(), dist=distributions())
+@given(d_k=sf.dimension(1, 64), seed=sf.seeds(), dist=distributions())
 @example(d_k=64, seed=0, dist="normal")
 def the_implementations_unscaled_dot_products_have_variance_d_k(ctx: Context, d_k, seed, dist) -> None:
     r"""The implementation's scores times \(\sqrt{d_k}\), for components of mean 0 and variance 1: \(\operatorname{Var}[q \cdot k] = d_k\)."""
@@ -405,7 +405,7 @@ def the_implementations_unscaled_dot_products_have_variance_d_k(ctx: Context, d_
 
 
 @claim_property("scaling.scaled-variance-one", needs=("attention",), dtypes=("float32",), max_examples=2)
-@given(d_k=st.integers(1, 128), seed=sf.seeds(), dist=distributions())
+@given(d_k=sf.dimension(1, 128), seed=sf.seeds(), dist=distributions())
 @example(d_k=128, seed=0, dist="normal")
 def the_implementations_scaled_scores_have_unit_variance(ctx: Context, d_k, seed, dist) -> None:
     r"""The implementation's scores \(\log(a_1 / a_0)\), components of mean 0 and variance 1: variance 1 for every \(d_k\)."""
@@ -415,7 +415,7 @@ def the_implementations_scaled_scores_have_unit_variance(ctx: Context, d_k, seed
 
 
 @claim_property("scaling.dot-product-normal", needs=("attention",), dtypes=("float32",), max_examples=2)
-@given(d_k=st.integers(1, 32), seed=sf.seeds())
+@given(d_k=sf.dimension(1, 32), seed=sf.seeds())
 @example(d_k=1, seed=0)
 def the_implementations_dot_products_have_excess_kurtosis_6_over_d_k(ctx: Context, d_k, seed) -> None:
     r"""Normal components, the implementation's dot products: mean 0, variance \(d_k\), \(E[(q^\top k)^4]/d_k^2 = 3 + 6/d_k\).
@@ -462,7 +462,7 @@ def implementation_saturation_statistics(ctx: Context, d_k: int, t_k: int, seed:
 
 
 @claim_property("scaling.unscaled-saturation", needs=("attention",), dtypes=("float32",), max_examples=2)
-@given(d_k=st.sampled_from([64, 128]), t_k=st.integers(4, 12), seed=sf.seeds())
+@given(d_k=sf.dimension(1, 2).map(lambda n: 64 * n), t_k=sf.dimension(4, 12), seed=sf.seeds())  # d_k 64 or 128
 @example(d_k=64, t_k=16, seed=0)
 def the_implementations_softmax_saturates_on_unscaled_scores_and_not_on_scaled_ones(ctx: Context, d_k, t_k,
                                                                                     seed) -> None:

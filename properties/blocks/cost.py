@@ -37,8 +37,8 @@ def _counted(ctx: Context, b: int, t: int, heads: int, d: int, d_ff: int, norm_f
 
 
 @claim_property("cost.attention-vs-ffn", needs=("encoder_layer",), dtypes=("float32", "float64"), max_examples=10)
-@given(b=st.integers(1, 2), t0=st.integers(1, 3), heads=st.integers(1, 2), d_k=st.integers(1, 4),
-       d_ff=st.integers(1, 16), norm_first=st.booleans())
+@given(b=sf.dimension(1, 2), t0=sf.dimension(1, 3), heads=sf.dimension(1, 2), d_k=sf.dimension(1, 4),
+       d_ff=sf.dimension(1, 16), norm_first=st.booleans())
 def a_layer_costs_linear_terms_plus_attentions_quadratic_products(ctx: Context, b, t0, heads, d_k, d_ff,
                                                                   norm_first) -> None:
     """``FLOPs(t) = B (8 d^2 + 4 d d_ff) t + 4 B d t^2``, counted at ``t = t0 .. 4 t0``: the network and the

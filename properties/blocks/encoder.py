@@ -208,7 +208,7 @@ def stack_cases(draw: st.DrawFn, min_layers: int = 1) -> tuple[sf.LayerCase, lis
     """A layer case, ``min_layers`` to 4 layers of independent weights, and a final norm's ``(gamma, beta)``."""
     case = draw(sf.layer_cases())
     d_model, d_ff = case.weights["w_1"].shape
-    n = draw(st.integers(min_layers, 4), label="layers")
+    n = draw(sf.dimension(min_layers, 4), label="layers")
     seed = draw(sf.seeds(), label="stack seed")
     layers = [case.weights] + [sf.layer_weights(seed + i, d_model, d_ff) for i in range(1, n)]
     final = sf.layer_weights(seed + n, d_model, d_ff, ("gamma_f", "beta_f"))
@@ -253,7 +253,7 @@ def a_stack_split_in_two_is_the_second_part_applied_to_the_first(ctx: Context, s
     the layers compute."""
     case, layers, final = stack
     norm_first = sf.within(ctx, "norm_first", norm_first, (False, True))
-    k = data.draw(st.integers(1, len(layers) - 1), label="split after layer")
+    k = data.draw(sf.dimension(1, len(layers) - 1), label="split after layer")  # the first part's depth
     final_norm = final if norm_first else None
     whole = ctx.encoder_stack(case.x, layers, heads=case.heads, norm_first=norm_first, final_norm=final_norm,
                               eps=EPS, causal=causal)

@@ -39,11 +39,11 @@ ACTIVATIONS = {
 def ffn_cases(draw: st.DrawFn, activations: tuple[str, ...] = tuple(ACTIVATIONS)):
     """``x (B, t, d_model)``, ``w_1, b_1, w_2, b_2`` and an activation name."""
     if sf.realistic(draw):  # one example in three at the sizes models use
-        b, t = draw(st.integers(3, 4)), draw(st.integers(6, 64))
-        d_model, d_ff = draw(st.integers(9, 64)), draw(st.integers(17, 256))
+        b, t = draw(sf.dimension(3, 4)), draw(sf.dimension(6, 64))
+        d_model, d_ff = draw(sf.dimension(9, 64)), draw(sf.dimension(17, 256))
     else:
-        b, t = draw(st.integers(1, 2)), draw(st.integers(1, 5))
-        d_model, d_ff = draw(st.integers(1, 8)), draw(st.integers(1, 16))
+        b, t = draw(sf.dimension(1, 2)), draw(sf.dimension(1, 5))
+        d_model, d_ff = draw(sf.dimension(1, 8)), draw(sf.dimension(1, 16))
     x = draw(sf.tensors((b, t, d_model), 2.0), label="x")
     w = sf.layer_weights(draw(sf.seeds(), label="seed"), d_model, d_ff, ("w_1", "b_1", "w_2", "b_2"))
     return x, w["w_1"], w["b_1"], w["w_2"], w["b_2"], draw(st.sampled_from(activations), label="activation")
@@ -185,7 +185,7 @@ def attention_ffn_stack(ctx: Context, seed: int, t: int, d: int, gain: float) ->
 
 
 @claim_property("ffn.against-collapse", needs=("feed_forward",))
-@given(seed=sf.seeds(), t=st.integers(3, 8), d=st.integers(2, 6), gain=st.floats(0.0, 1.0))
+@given(seed=sf.seeds(), t=sf.dimension(3, 8), d=sf.dimension(2, 6), gain=st.floats(0.0, 1.0))
 def attention_with_feed_forward_networks_still_collapses(ctx: Context, seed, t, d, gain) -> None:
     """Corrected: with a 1-Lipschitz FFN after every attention layer and no residual connections the tokens
     still collapse, ``r(X_12) <= 1e-6 r(X_0)`` (up to rounding), on the inputs of ``attention.rank-collapse``."""
@@ -195,7 +195,7 @@ def attention_with_feed_forward_networks_still_collapses(ctx: Context, seed, t, 
 
 
 @claim_property("ffn.against-collapse", needs=("feed_forward",), expect="counterexample")
-@given(seed=sf.seeds(), t=st.integers(3, 8), d=st.integers(2, 6), gain=st.floats(0.0, 1.0))
+@given(seed=sf.seeds(), t=sf.dimension(3, 8), d=sf.dimension(2, 6), gain=st.floats(0.0, 1.0))
 @example(seed=0, t=4, d=3, gain=0.5)
 def feed_forward_networks_keep_the_tokens_apart_as_written(ctx: Context, seed, t, d, gain) -> None:
     """As written (collapse happens *without* FFNs): with an FFN after every attention layer the tokens stay
@@ -205,7 +205,7 @@ def feed_forward_networks_keep_the_tokens_apart_as_written(ctx: Context, seed, t
 
 
 @claim_property("ffn.against-collapse", needs=("encoder_layer",), dtypes=("float32", "float64"))
-@given(seed=sf.seeds(), t=st.integers(3, 8), heads=st.integers(1, 2), d_k=st.integers(2, 4))
+@given(seed=sf.seeds(), t=sf.dimension(3, 8), heads=sf.dimension(1, 2), d_k=sf.dimension(2, 4))
 def pre_norm_encoder_layers_keep_the_tokens_apart(ctx: Context, seed, t, heads, d_k) -> None:
     """Twelve pre-norm encoder layers (attention and FFN, each a residual sublayer) keep ``r(X_12) >= r(X_0) / 100``.
 
@@ -236,7 +236,7 @@ TORCH_ACTIVATIONS = {
 @st.composite
 def identity_ffn_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, str]:
     """``x (B, t, d)`` with entries in ``[-4, 4]`` (``d`` up to 64), a first bias ``b_1 (d,)`` and an activation."""
-    b, t, d = draw(st.integers(1, 3)), draw(st.integers(1, 8)), draw(st.integers(1, 64))
+    b, t, d = draw(sf.dimension(1, 3)), draw(sf.dimension(1, 8)), draw(sf.dimension(1, 64))
     g = torch.Generator().manual_seed(draw(sf.seeds()))
     x = 8 * torch.rand(b, t, d, generator=g, dtype=torch.float64) - 4  # (B, t, d)
     b_1 = 4 * torch.rand(d, generator=g, dtype=torch.float64) - 2  # (d,)

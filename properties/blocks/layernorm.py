@@ -40,9 +40,9 @@ def token_batches(draw: st.DrawFn, min_d: int = 2, max_d: int = 8) -> tuple[torc
     """``x (B, t, d)`` whose tokens each have a spread >= 0.1, and ``gamma``, ``beta`` ``(d,)``; one example
     in :data:`~.strategies.REALISTIC_ONE_IN` with batch 3 or 4, up to 64 tokens of width up to 64."""
     if sf.realistic(draw):
-        b, t, d = draw(st.integers(3, 4)), draw(st.integers(5, 64)), draw(st.integers(max(min_d, 9), 64))
+        b, t, d = draw(sf.dimension(3, 4)), draw(sf.dimension(5, 64)), draw(sf.dimension(max(min_d, 9), 64))
     else:
-        b, t, d = draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(min_d, max_d))
+        b, t, d = draw(sf.dimension(1, 2)), draw(sf.dimension(1, 4)), draw(sf.dimension(min_d, max_d))
     x = draw(sf.tensors((b, t, d)))
     assume(bool((x.std(-1, unbiased=False) >= 0.1).all()))
     return x, draw(sf.tensors((d,), 2.0)), draw(sf.tensors((d,), 2.0))
@@ -120,7 +120,9 @@ def cuda_mean_rounding(ctx: Context, value: float, gamma: torch.Tensor) -> torch
 
 
 @claim_property("layernorm.standardises", needs=("layer_norm",))
-@given(d=st.integers(2, 64), eighths=st.integers(-800, 800), b=st.integers(1, 3), seed=sf.seeds())
+# d is drawn freely, not from the shape plans: a mean rounded as on CUDA shows only at some widths (7, 28, ...),
+# none of which the plans' widths need be.
+@given(d=st.integers(2, 64), eighths=st.integers(-800, 800), b=sf.dimension(1, 3), seed=sf.seeds())
 @example(d=4, eighths=8, b=1, seed=0)
 def a_constant_token_normalises_to_beta_the_edge_case(ctx: Context, d, eighths, b, seed) -> None:
     """The edge case, stated: a token whose features are all equal has ``sigma = 0``; it normalises to
