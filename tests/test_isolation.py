@@ -161,3 +161,13 @@ def test_an_exit_while_importing_is_a_load_error_without_rows(run: dict[str, Any
     assert hang["status"] == "load-error" and "did not answer in time" in hang["message"], hang
     assert not [r for r in run["report"]["rows"] if r["implementation"].endswith("_on_import.py")]
     assert "could not be loaded" in run["output"]
+
+
+def test_the_progress_line_letters_error_rows_as_the_legend_says(run: dict[str, Any]) -> None:
+    """``E`` for an error row, ``F`` for a failure, as the legend under the summary says."""
+    import re
+
+    lines = [re.fullmatch(r"([.rsxX?FE]+)\s*(\[ *\d+%\])?", line.strip()) for line in run["output"].splitlines()]
+    progress = "".join(match.group(1) for match in lines if match)
+    assert "E" in progress and "F" in progress, run["output"][:2000]
+    assert "E error" in run["output"] and "F fail" in run["output"]

@@ -634,6 +634,8 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
         return "known-deviation", "x", "KNOWN-DEVIATION"
     if row is not None and row["outcome"] == "fixed" and report.passed:
         return "fixed", "X", "FIXED"
+    if row is not None and row["outcome"] == "error" and report.failed:
+        return "failed", "E", "ERROR"  # counted as a failure, lettered as the legend says
     return None
 
 
