@@ -195,3 +195,29 @@ def test_the_reference_and_torch_nn_pass_with_drawn_eps(qualname: str, dtype: st
     for impl in (ReferenceImplementation(), torch_nn):
         row = run_row(qualname, impl, dtype)
         assert row.outcome == "pass", (impl, row.message)
+
+
+def test_a_declared_rounded_mean_passes_on_the_cpu_and_a_wrong_one_declaring_it_still_fails() -> None:
+    """``layer_norm_mean = {"rounded-reciprocal"}``: XLA's mean (the sum times a rounded ``1/d``) on any device.
+    A correct LayerNorm with that mean passes on the CPU once declared; a mean off by far more than one rounding,
+    and a LayerNorm that ignores beta, still fail under the declaration."""
+    from conftest import run_row
+    from mutants import declaring
+
+    rounded = declaring(Mutant("mean-rounded-declared", layer_norm=_cuda_like_mean),
+                        layer_norm_mean="rounded-reciprocal")
+    row = run_row(CONSTANT, rounded, "float32", profile="mutants")
+    assert row.outcome == "pass" and row.examples_checked > 0, row
+
+    def far_off_mean(x, gamma, beta, *, eps=1e-5):
+        mu = x.mean(-1, keepdim=True) * (1 + 1e-4)
+        var = (x - mu).square().mean(-1, keepdim=True)
+        return gamma * (x - mu) / torch.sqrt(var + eps) + beta
+
+    def no_beta(x, gamma, beta, *, eps=1e-5):
+        return _cuda_like_mean(x, gamma, torch.zeros_like(beta), eps=eps)
+
+    for name, fn in (("mean-off-declared", far_off_mean), ("no-beta-declared", no_beta)):
+        wrong = declaring(Mutant(name, layer_norm=fn), layer_norm_mean="rounded-reciprocal")
+        row = run_row(CONSTANT, wrong, "float32", profile="mutants")
+        assert row.outcome == "fail" and "constant token" in row.message, (name, row)

@@ -68,7 +68,9 @@ What the rows show about Flax rather than about this adapter is listed in
 fills NaN rows there and wraps negative positions around); ``jax.nn.dot_product_attention``,
 which ``MultiHeadAttention`` calls, computes the softmax in float32 whatever the inputs'
 dtype; masked scores are set to a large finite negative number, so a fully masked row gets
-uniform weights. Flax's attention is invisible to PyTorch's FLOP counter: the cost
+uniform weights. XLA takes a mean as the sum times a rounded ``1/d``: a convention the adapter
+declares (``layer_norm_mean``), under which a constant token's LayerNorm may miss ``beta`` by that
+rounding, as on CUDA. Flax's attention is invisible to PyTorch's FLOP counter: the cost
 properties find 0 FLOPs and end not applicable, as for any fused kernel.
 
 Every call of a new shape (or a new static setting: heads, eps, activation, causal...)
@@ -439,6 +441,8 @@ class FlaxLayers:
             "activation": {"relu", "gelu", "gelu_tanh"},  # nnx.relu, nnx.gelu(approximate=False / True)
             "norm_first": {False, True},
             "model_layout": {"encoder-decoder"},
+            # XLA takes a mean as the sum times a rounded 1/d (63 features of 1.125: 1.12500012 in float32)
+            "layer_norm_mean": {"rounded-reciprocal"},
         },
     )
 

@@ -205,6 +205,13 @@ CONVENTIONS: dict[str, Convention] = {
                              "GPT-2)"),
     "activation": Convention(ACTIVATIONS, "the feed-forward network's non-linearity: relu, the exact erf GELU, or "
                              "its tanh approximation"),
+    "layer_norm_mean": Convention(
+        ("exact", "rounded-reciprocal"),
+        "how layer_norm takes a token's mean: so that a constant token's mean is its value where the dtype holds it "
+        "('exact'), or as the sum times a rounded 1/d in the accumulating dtype ('rounded-reciprocal': XLA's mean, "
+        "and CUDA's kernels, which the properties allow on CUDA whatever is declared); a constant token's output may "
+        "then be off beta by that rounding magnified by 1/sqrt(eps), on any device. Undeclared: exact",
+        default=("exact",)),
     "model_layout": Convention(MODEL_LAYOUTS, "the configurations count_parameters builds: encoder-decoder (any "
                                "field), gpt-2 (learned positions, final norm, no embedding norm), bert (learned "
                                "positions, embedding norm, token types, no output layer), bloom (ALiBi, embedding "
