@@ -189,3 +189,30 @@ def test_jax_without_x64_names_the_setting() -> None:
     assert str(ids.dtype) == "int32"
     back = array_to_tensor(tensor_to(torch.ones(3, dtype=torch.bfloat16), "jax"))
     assert back.dtype == torch.bfloat16 and torch.equal(back, torch.ones(3, dtype=torch.bfloat16))
+
+
+def test_the_jax_skeleton_declares_its_arrays_and_types_its_signatures(tmp_path) -> None:
+    """``specformer new attention --arrays jax``: JAX imported, x64 on, arrays declared, signatures in jax.Array
+    (and NumPy's likewise); an unknown library is refused."""
+    import ast
+
+    from specformer.runner.skeleton import skeleton
+
+    text = skeleton("attention", "jax")
+    ast.parse(text)
+    assert "import jax\n" in text and 'jax.config.update("jax_enable_x64", True)' in text
+    assert "arrays='jax'" in text and "q: jax.Array" in text and "torch.Tensor" not in text
+    assert "import torch" not in text
+    numpy_text = skeleton("blocks", "numpy")
+    ast.parse(numpy_text)
+    assert "arrays='numpy'" in numpy_text and "x: np.ndarray" in numpy_text
+    with pytest.raises(KeyError):
+        skeleton("attention", "tensorflow")
+
+
+def test_the_protocol_page_shows_the_jax_skeleton() -> None:
+    from specformer.site.protocol import protocol_page
+
+    page = protocol_page("positions")
+    assert "## In JAX, NumPy, CuPy or MLX" in page and "specformer new positions --arrays jax" in page
+    assert "arrays='jax'" in page

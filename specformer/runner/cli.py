@@ -601,13 +601,16 @@ def _add_new_parser(sub: Any) -> None:
     new.add_argument("family", choices=FAMILY_NAMES, help="the family whose operations to write")
     new.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: print it); an existing "
                                                            "file is not overwritten")
+    new.add_argument("--arrays", choices=("torch", "jax", "numpy"), default="torch",
+                     help="the arrays your operations take and answer with (default: torch); jax and numpy write "
+                          "a skeleton that declares them, and the worker converts")
 
 
 def _new(args: argparse.Namespace) -> int:
     """``specformer new FAMILY [-o FILE]``."""
     from specformer.runner.skeleton import skeleton
 
-    text = skeleton(args.family)
+    text = skeleton(args.family, args.arrays)
     if not args.output:
         sys.stdout.write(text)
         return 0

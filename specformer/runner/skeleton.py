@@ -104,7 +104,20 @@ def _conventions_block(family: Any, module: Any) -> list[str]:
     return lines
 
 
-def _capabilities(family: str, module: Any) -> list[str]:
+#: For ``specformer new --arrays LIB``: the imports, the array type that replaces ``torch.Tensor`` in the
+#: signatures, and what the worker hands the operations.
+ARRAY_SKELETONS: dict[str, tuple[list[str], str, str]] = {
+    "jax": (["import jax", "import jax.numpy as jnp"], "jax.Array",
+            "Tensors arrive as jax.Array (on the row's device, in its dtype, bfloat16 included), dtype arguments as\n"
+            "jnp dtypes; answer with jax arrays (or anything with __dlpack__ or __array__): the worker converts both\n"
+            "ways (capabilities.arrays). jax.jit away: the suite draws few shapes per row at --profile ci."),
+    "numpy": (["import numpy as np"], "np.ndarray",
+              "Tensors arrive as np.ndarray (on the CPU, in the row's dtype; bfloat16 through ml_dtypes), dtype\n"
+              "arguments as np.dtype; answer with NumPy arrays: the worker converts both ways (capabilities.arrays)."),
+}
+
+
+def _capabilities(family: str, module: Any, arrays: str = "torch") -> list[str]:
     protocol = importlib.import_module("specformer.protocol")
     conventions = _conventions_block(protocol.FAMILIES[family], module)
     body = [
@@ -115,6 +128,7 @@ def _capabilities(family: str, module: Any) -> list[str]:
     if hasattr(protocol, "Capabilities"):
         body += [
             "    capabilities = Capabilities(",
+            *([f"        arrays={arrays!r},  # the worker converts arguments and answers"] if arrays != "torch" else []),
             "        operations=None,",
             "        dtypes=frozenset({\"float32\", \"float64\"}),",
             "        devices=frozenset({\"cpu\"}),",
@@ -138,8 +152,11 @@ def _capabilities(family: str, module: Any) -> list[str]:
     return body
 
 
-def skeleton(family: str) -> str:
-    """The source of a skeleton adapter for ``family`` (module doc)."""
+def skeleton(family: str, arrays: str = "torch") -> str:
+    """The source of a skeleton adapter for ``family`` (module doc); ``arrays`` ``"jax"`` or ``"numpy"`` writes
+    one whose operations take and answer with that library's arrays (:data:`ARRAY_SKELETONS`)."""
+    if arrays != "torch" and arrays not in ARRAY_SKELETONS:
+        raise KeyError(arrays)
     protocol = importlib.import_module("specformer.protocol")
     families = protocol.FAMILIES
     if family not in families:
@@ -147,12 +164,16 @@ def skeleton(family: str) -> str:
     module = importlib.import_module(f"specformer.protocol.{family}")
     operations = families[family].operations
     defs = [_operation_source(op.protocol, op.method) for op in operations]
+    array_imports, array_type, array_note = ARRAY_SKELETONS.get(arrays, ([], "", ""))
+    if arrays != "torch":  # the signatures in the library's types
+        defs = [d.replace("torch.Tensor", array_type).replace("torch.dtype", "Any") for d in defs]
     used = set(re.findall(r"\b([A-Z]\w+)\b", "\n".join(d.split('"""')[0] + d.rsplit('"""', 1)[-1] for d in defs)))
     imports = sorted(n for n in used if hasattr(module, n) and n not in ("Any", "NotApplicable")
                      and not n.endswith("Implementation"))
     conventions = (inspect.getdoc(module) or "").split("\n\n")
     kept = [p for p in conventions if p.lstrip().startswith(("Conventions", "*"))]
     class_name = _class_name(family)
+    fields = [line for n in imports for line in _fields_comment(module, n) + ["#"]][:-1]
     head = [
         f'"""A specformer adapter for the {family} family: fill in the operations you provide.',
         "",
@@ -163,6 +184,7 @@ def skeleton(family: str) -> str:
         "",
         "Check it:  specformer run --impl THIS_FILE.py",
         "",
+        *([*array_note.splitlines(), ""] if array_note else []),
         *[line for p in kept for line in (p.replace("``", "`").splitlines() + [""])],
         '"""',
         "",
@@ -170,14 +192,16 @@ def skeleton(family: str) -> str:
         "",
         "from typing import Any",
         "",
-        "import torch",
+        *(array_imports if arrays != "torch" else ["import torch"]),
         "",
         "from specformer.protocol import " + ", ".join(
             (["Capabilities"] if hasattr(protocol, "Capabilities") else []) + ["NotApplicable"]),
         *([f"from specformer.protocol.{family} import {', '.join(imports)}"] if imports else []),
         "from specformer.runner.skeleton import not_implemented",
         "",
-        *[line for n in imports for line in _fields_comment(module, n) + ["#"]][:-1],
+        *([line.replace("torch.Tensor", array_type) for line in fields] if arrays != "torch" else fields),
+        *(["", "# float64 rows need JAX's 64-bit mode (without it they end as errors that name it)",
+           'jax.config.update("jax_enable_x64", True)'] if arrays == "jax" else []),
         "",
         "",
         f"class {class_name}:",
@@ -185,7 +209,7 @@ def skeleton(family: str) -> str:
         "",
         f'    name = "my-{family}"',
         "",
-        *_capabilities(family, module),
+        *_capabilities(family, module, arrays),
     ]
     body = []
     for source in defs:

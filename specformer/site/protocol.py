@@ -135,6 +135,24 @@ def _examples_section(family: str) -> str:
     return "\n\n".join(out)
 
 
+def _jax_section(family: str) -> str:
+    """How to write the family in JAX (or NumPy): the worker converts, and the skeleton ``specformer new`` writes."""
+    from specformer.runner.skeleton import skeleton
+
+    return "\n\n".join([
+        "## In JAX, NumPy, CuPy or MLX",
+        "An implementation may take and answer with another library's arrays: it declares the library once, "
+        "`Capabilities(arrays=\"jax\")` (or `\"numpy\"`, `\"cupy\"`, `\"mlx\"`), and its worker hands it every "
+        "tensor as that library's array, on the row's device and in its dtype (bfloat16 included), every dtype "
+        "argument as that library's dtype, and converts every array of its answer back (anything with "
+        "`__dlpack__` or `__array__`). What cannot cross is named in the row's message (float64 needs "
+        "`jax_enable_x64`; NumPy arrays live on the CPU). At `--profile ci` a row draws its sizes from a few plans, "
+        "so jitted code compiles a few times per row. "
+        f"`specformer new {family} --arrays jax` writes this skeleton:",
+        fence(skeleton(family, "jax"), "python"),
+    ])
+
+
 def protocol_page(family: str) -> str:
     """A family's protocol page: operations, parameter classes, conventions, then the module's reference."""
     title = family_title(family)
@@ -148,7 +166,7 @@ def protocol_page(family: str) -> str:
     except ImportError as exc:  # pragma: no cover - the protocol ships with the package
         return "\n\n".join(out + [f"The protocol module could not be imported: `{exc}`."]) + "\n"
     out += ["## Operations", _operations_table(module), _parameters_section(module), _conventions_section(module),
-            _examples_section(family), "## Reference",
+            _examples_section(family), _jax_section(family), "## Reference",
             f"::: specformer.protocol.{family}\n    options:\n      show_root_heading: false\n"
             "      show_root_toc_entry: false\n      show_if_no_docstring: true\n      members_order: source\n"
             "      heading_level: 3\n"]
