@@ -279,6 +279,8 @@ def test_a_run_stopped_early_never_leaves_a_report_that_claims_success(tmp_path:
         output, _ = process.communicate(timeout=600)
     finally:
         process.kill()
+        process.wait()  # reaped here: a process left for the garbage collector warns in a later test
+        process.stdout.close()
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert report["summary"]["ok"] is False and report["summary"]["complete"] is False
     if how == "SIGTERM":

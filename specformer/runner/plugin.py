@@ -198,7 +198,7 @@ class SuiteState:
             raise pytest.UsageError(problem)
 
     def _load(self, spec: str) -> dict[str, Any]:
-        answer = self.pool.load(spec, self.option("specformer_row_timeout"))
+        answer = self.pool.load(spec, self.option("specformer_row_timeout"), self.option("specformer_row_backstop"))
         if answer.get("status") != "loaded":
             return implementation_entry(spec, spec, status="load-error", message=str(answer.get("message", "")))
         operations = [str(op) for op in answer.get("operations", [])]
@@ -564,7 +564,8 @@ class PropertyItem(pytest.Item):
         state.limit_threads()
         impl = self.impl
         if impl:  # start (or restart) the worker before the row's clock starts
-            state.pool.load(impl["spec"], state.option("specformer_row_timeout"))
+            state.pool.load(impl["spec"], state.option("specformer_row_timeout"),
+                            state.option("specformer_row_backstop"))
         spec = impl["spec"] if impl else MATH
         chosen = row_selected(state.row_selectors, self.prop.qualname, spec, self.device, self.dtype) or {}
         seed = state.option("specformer_seed")

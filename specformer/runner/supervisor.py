@@ -377,12 +377,12 @@ class WorkerPool:
             current.holds_device = True
         return current
 
-    def load(self, spec: str, timeout_s: float) -> dict[str, Any]:
+    def load(self, spec: str, timeout_s: float, backstop_s: float | None = None) -> dict[str, Any]:
         """Start a worker for ``spec`` and return its load answer (``loaded`` or ``load-error``).
 
         ``timeout_s`` is CPU seconds of the worker's loading, counted from when the fork server is
         ready (its own start, torch's import, is not the implementation's time), with the
-        wall-clock backstop of :class:`~specformer.runner.budget.Limit`. A worker that crashes, exits or hangs
+        wall-clock backstop of :class:`~specformer.runner.budget.Limit` (``backstop_s``, default a multiple of it). A worker that crashes, exits or hangs
         while importing the implementation gives a ``load-error`` answer naming what
         happened.
         """
@@ -391,7 +391,7 @@ class WorkerPool:
         except ForkServerError as exc:
             return {"status": "load-error", "message": str(exc)}
         try:
-            worker = self.worker(spec, Limit(timeout_s))
+            worker = self.worker(spec, Limit(timeout_s, backstop_s))
         except WorkerLost as exc:
             return {"status": "load-error", "message": str(exc)}
         return worker.load_answer
