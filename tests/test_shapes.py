@@ -43,26 +43,18 @@ def test_the_summary_says_how_many_shapes_per_implementation() -> None:
 
 # -- the shape budget: a row of a budgeted profile draws its sizes from a few plans ----------------------------
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
 
 from specformer.properties import strategies as shared  # noqa: E402
 from specformer.properties.attention import strategies as attention  # noqa: E402
 from specformer.properties.blocks import strategies as blocks  # noqa: E402
 from specformer.properties.positions import strategies as positions  # noqa: E402
 from specformer.runner.profiles import shape_budgeted  # noqa: E402
+from test_strategies import _draws  # noqa: E402
 
 
-def draws(strategy, n: int = 100) -> list:
-    drawn = []
-
-    @settings(max_examples=n, database=None, deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(x=strategy)
-    def collect(x) -> None:
-        drawn.append(x)
-
-    collect()
-    return drawn
+def draws(strategy) -> list:
+    """100 derandomized draws of ``strategy`` (``test_strategies._draws``)."""
+    return _draws(strategy, 100)
 
 
 def test_budgeted_profiles() -> None:
