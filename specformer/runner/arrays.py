@@ -25,12 +25,12 @@ checker. This module decides no outcome.
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import importlib
-from typing import Any, Callable
+from typing import Any
 
 import torch
+
+from specformer.runner.wire import rebuild
 
 #: The array libraries an implementation may declare; ``torch`` converts nothing.
 LIBRARIES = ("torch", "numpy", "jax", "cupy", "mlx")
@@ -146,46 +146,16 @@ def tensor_to(t: torch.Tensor, library: str) -> Any:
     raise ArrayConversionError(f"no array library {library!r}; known: {', '.join(LIBRARIES)}")
 
 
-def _map(value: Any, leaf: Callable[[Any], Any | None], memo: dict[int, Any]) -> Any:
-    """``value`` with ``leaf(x)`` in place of each ``x`` for which it is not ``None``; containers
-    (tuples, NamedTuples, lists, dicts, dataclasses) rebuilt around them, shared objects kept shared."""
-    if value is None or isinstance(value, (str, bytes, bool, int, float)):
-        return value
-    if id(value) in memo:
-        return memo[id(value)]
-    converted = leaf(value)
-    if converted is not None:
-        out: Any = converted
-    elif isinstance(value, tuple) and hasattr(value, "_fields"):
-        out = type(value)(*(_map(v, leaf, memo) for v in value))
-    elif isinstance(value, (tuple, list)):
-        out = type(value)(_map(v, leaf, memo) for v in value)
-    elif isinstance(value, dict):
-        out = {k: _map(v, leaf, memo) for k, v in value.items()}
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = copy.copy(value)  # no __init__ or __post_init__: a converted field is no tensor
-        for f in dataclasses.fields(value):
-            object.__setattr__(out, f.name, _map(getattr(value, f.name), leaf, memo))
-    else:
-        out = value
-    memo[id(value)] = out
-    return out
-
-
 def to_library(value: Any, library: str) -> Any:
     """``value`` (a call's arguments) with its tensors as ``library``'s arrays and its torch dtypes as
     ``library``'s dtypes; unchanged for ``torch``."""
     if library == "torch":
         return value
 
-    def leaf(x: Any) -> Any | None:
-        if isinstance(x, torch.Tensor):
-            return tensor_to(x, library)
-        if isinstance(x, torch.dtype):
-            return library_dtype(x, library)
-        return None
+    def convert(x: Any) -> Any:
+        return tensor_to(x, library) if isinstance(x, torch.Tensor) else library_dtype(x, library)
 
-    return _map(value, leaf, {})
+    return rebuild(value, convert, {}, lambda x: isinstance(x, (torch.Tensor, torch.dtype)))
 
 
 def _is_array(x: Any) -> bool:
@@ -218,9 +188,9 @@ def from_library(value: Any) -> Any:
     (``np.int64(3)``) as the Python number it holds; the rest unchanged."""
     import numpy as np
 
-    def leaf(x: Any) -> Any | None:
+    def convert(x: Any) -> Any:
         if isinstance(x, np.generic):
             return x.item() if x.dtype.name != "bfloat16" else float(x)
-        return array_to_tensor(x) if _is_array(x) else None
+        return array_to_tensor(x)
 
-    return _map(value, leaf, {})
+    return rebuild(value, convert, {}, lambda x: isinstance(x, np.generic) or _is_array(x))

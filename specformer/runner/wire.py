@@ -273,26 +273,30 @@ class PackedTensor:
     data: bytes
 
 
-def rebuild(value: Any, convert: Any, memo: dict[int, Any] | None = None) -> Any:
-    """``value`` with ``convert`` applied to its tensors (and packed tensors); tuples, lists,
-    dicts and dataclasses rebuilt around them, shared objects kept shared."""
+def _tensor(value: Any) -> bool:
+    return isinstance(value, (torch.Tensor, PackedTensor))
+
+
+def rebuild(value: Any, convert: Any, memo: dict[int, Any] | None = None, leaf: Any = _tensor) -> Any:
+    """``value`` with ``convert`` applied to its tensors (and packed tensors; or to what ``leaf`` picks);
+    tuples, lists, dicts and dataclasses rebuilt around them, shared objects kept shared."""
     memo = {} if memo is None else memo
     if isinstance(value, _ATOMS):
         return value
     if id(value) in memo:
         return memo[id(value)]
-    if isinstance(value, (torch.Tensor, PackedTensor)):
+    if leaf(value):
         out: Any = convert(value)
     elif isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple
-        out = type(value)(*(rebuild(v, convert, memo) for v in value))
+        out = type(value)(*(rebuild(v, convert, memo, leaf) for v in value))
     elif isinstance(value, (tuple, list)):
-        out = type(value)(rebuild(v, convert, memo) for v in value)
+        out = type(value)(rebuild(v, convert, memo, leaf) for v in value)
     elif isinstance(value, dict):
-        out = {k: rebuild(v, convert, memo) for k, v in value.items()}
+        out = {k: rebuild(v, convert, memo, leaf) for k, v in value.items()}
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         out = copy.copy(value)  # no __post_init__: a packed field is not a tensor
         for f in dataclasses.fields(value):
-            object.__setattr__(out, f.name, rebuild(getattr(value, f.name), convert, memo))
+            object.__setattr__(out, f.name, rebuild(getattr(value, f.name), convert, memo, leaf))
     else:
         out = value
     memo[id(value)] = out
