@@ -55,15 +55,7 @@ def call(impl: Any, op: str, *args: Any, **kwargs: Any) -> Any:
     return from_library(getattr(impl, op)(*args, **kwargs))
 
 
-def _randn(*shape: int, seed: int) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=F64)
-
-
-def _mask(*shape: int, seed: int) -> torch.Tensor:
-    """A random boolean mask whose every row keeps key 0."""
-    mask = torch.rand(*shape, generator=torch.Generator().manual_seed(seed)) > 0.4
-    mask[..., 0] = True
-    return mask
+from test_adapters_thirdparty import _mask, _randn  # noqa: E402  (the same seeded inputs)
 
 
 def _weights(keys: tuple[str, ...], seed: int) -> dict[str, torch.Tensor]:
