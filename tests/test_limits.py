@@ -9,6 +9,8 @@ Nothing here asserts a wall time.
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import time
@@ -132,3 +134,99 @@ def test_a_property_that_spins_ends_by_the_cpu_limit() -> None:
     row = run_property(_property(spins), None, "math", "math", "cpu", "float64", "ci", 1.0, backstop_s=600)
     assert row.outcome == "error", row.message
     assert "the property itself ran past the time limit (the row's CPU limit of 1 s ran out" in row.message, row.message
+
+
+# -- a polite stop that a finaliser swallowed --------------------------------------------------
+
+
+def test_a_stop_request_ends_the_wait_for_a_spinning_worker() -> None:
+    """SIGTERM's ``KeyboardInterrupt`` can be raised inside a finaliser and dropped there; the request it
+    recorded still ends the checker's wait for a worker within a tick, not at the row's limit."""
+    import threading
+
+    from specformer.runner import interrupt
+
+    timer = threading.Timer(1.0, interrupt.request, ("signal SIGTERM",))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
+            in_worker("Spins", timeout_s=600, backstop_s=3600)
+    finally:
+        timer.cancel()
+        interrupt.clear()
+
+
+def test_a_dropped_interrupt_still_stops_the_run(tmp_path: Path) -> None:
+    """End to end: the handler's exception is dropped (raised in a finaliser, as Python then prints and
+    ignores it), and the run still ends as interrupted, exit 3, while its worker spins."""
+    (tmp_path / "spins.py").write_text(
+        "class Spins:\n    name = 'spins'\n    def attention(self, q, k, v, mask=None, *, causal=False):\n"
+        "        while True:\n            pass\n\nimplementation = Spins()\n", encoding="utf-8")
+    # The stop arrives as a finaliser would deliver it: the request is recorded, the exception lost.
+    driver = (
+        "import json, signal, sys, threading, time\n"
+        "from specformer.runner import cli\n"
+        "class Dropper:\n"
+        "    def __del__(self):\n"
+        "        cli._interrupt(signal.SIGTERM, None)\n"
+        "def running():\n"
+        "    try:\n"
+        "        return json.load(open('R.json'))['summary']['state'] == 'running'\n"
+        "    except (OSError, ValueError, KeyError):\n"
+        "        return False\n"
+        "def later():\n"  # once the row has started and its worker spins
+        "    while not running():\n"
+        "        time.sleep(0.1)\n"
+        "    time.sleep(2.0)\n"
+        "    Dropper()\n"  # the finaliser runs in this thread: its KeyboardInterrupt is printed and ignored
+        "threading.Thread(target=later, daemon=True).start()\n"
+        "sys.exit(cli.main(sys.argv[1:]))\n")
+    done = subprocess.run(
+        [sys.executable, "-c", driver, "run", "--impl", "spins.py", "--claims", "attention.slide-example",
+         "--row-timeout", "600", "--report", "R.json"], cwd=tmp_path, capture_output=True, text=True,
+        timeout=900, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads((tmp_path / "R.json").read_text(encoding="utf-8"))
+    assert report["summary"]["state"] == "interrupted" and report["summary"]["ok"] is False
+
+
+# -- the fork server's answers: CPU time, a stopped server, a backstop ----------------------------
+
+
+@pytest.mark.parametrize("code, cpu_s, backstop_s, expected", [
+    ("import os, signal; os.kill(os.getpid(), signal.SIGSTOP)", 60, 600, "is stopped"),
+    ("while True: pass", 0.5, 600, "s of the server's CPU time"),
+    ("import time; time.sleep(600)", 60, 1.0, "backstop of 1 s of wall time"),
+])
+def test_a_fork_server_that_does_not_answer_is_lost_by_cpu_stop_or_backstop(code: str, cpu_s: float,
+                                                                           backstop_s: float, expected: str) -> None:
+    """What counts is the server's own CPU time: a busy machine only stretches the wall time of an answer."""
+    import socket
+
+    from specformer.runner.forkserver import await_answer
+
+    mine, theirs = socket.socketpair()
+    server = subprocess.Popen([sys.executable, "-c", code], pass_fds=[theirs.fileno()])
+    try:
+        with pytest.raises(TimeoutError, match=expected):
+            await_answer(mine, server.pid, cpu_s, backstop_s)
+    finally:
+        server.kill()
+        server.wait()
+        mine.close()
+        theirs.close()
+
+
+def test_a_fork_server_answer_is_returned_as_soon_as_it_comes() -> None:
+    import socket
+
+    from specformer.runner.forkserver import await_answer
+
+    mine, theirs = socket.socketpair()
+    theirs.sendall(b"x")
+    try:
+        await_answer(mine, os.getpid(), 0.0, 0.0)
+        assert mine.recv(1) == b"x"
+    finally:
+        mine.close()
+        theirs.close()

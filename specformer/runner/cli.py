@@ -342,7 +342,11 @@ def exit_code(report: dict[str, Any] | None, pytest_status: int) -> int:
 
 
 def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+    from specformer.runner import interrupt
+
+    reason = f"signal {signal.Signals(signum).name}"
+    interrupt.request(reason)  # raised again where the checker waits, should this one be dropped
+    raise KeyboardInterrupt(reason)
 
 
 def _usage(problem: str) -> int:
@@ -437,10 +441,15 @@ def _run_pytest_owned(args: argparse.Namespace, extra: list[str], rows_file: Pat
         pytest_args += ["--shard", args.shard]
     if _math_rows(args):
         pytest_args.append("--with-math")
+    from specformer.runner import interrupt
+
+    interrupt.clear()
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a polite kill ends the run as interrupted
     status, report = 3, None
     try:
         status = int(pytest.main(pytest_args + extra))
+        if interrupt.requested():  # a stop that came too late for a row to see it still ends the run so
+            status = int(pytest.ExitCode.INTERRUPTED)
     finally:
         signal.signal(signal.SIGTERM, previous)
         report = _final_report(report_path, before)

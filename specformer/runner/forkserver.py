@@ -22,8 +22,11 @@ One fork server per implementation: the checker's root server (started with ``py
 -c``) forks nothing but implementation servers, and each implementation's workers are
 forked by its own server. A worker's parent is then its own implementation's server: an
 implementation that kills or stops its parent (``os.kill(os.getppid(), ...)``) loses its
-own workers only; the checker notices (a closed socket, or no answer within
-:data:`SERVER_ANSWER_S`), kills that server and asks the root for another. Every process
+own workers only; the checker notices (a closed socket, a server found stopped, or no
+answer within :data:`SERVER_ANSWER_CPU_S` of its CPU time, at the latest
+:data:`SERVER_ANSWER_BACKSTOP_S` of wall time), kills that server and asks the root for another.
+A busy machine slows a server's answer, it does not make it count as lost: what is waited
+for is measured in the server's own CPU time, as a row's limit is (:mod:`specformer.runner.budget`). Every process
 here dies with its parent (``PR_SET_PDEATHSIG``).
 
 This module does not know what a worker does; :mod:`specformer.runner.worker` does.
@@ -33,12 +36,14 @@ from __future__ import annotations
 
 import os
 import pickle
+import select
 import signal
 import socket
 import struct
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -258,7 +263,7 @@ def descendants(root: int | None = None, exclude: frozenset[int] = frozenset()) 
     return [pid for pid in found if table.get(pid, (0, "Z"))[1] not in ("Z", "X")]
 
 
-def end_descendants(timeout_s: float = 10.0, exclude: frozenset[int] = frozenset()) -> list[int]:
+def end_descendants(timeout_s: float = 60.0, exclude: frozenset[int] = frozenset()) -> list[int]:
     """SIGKILL every process descended from this one and reap those that come back here.
 
     Run by the checker at the end of a run, after its workers were stopped and before the
@@ -298,9 +303,53 @@ def end_descendants(timeout_s: float = 10.0, exclude: frozenset[int] = frozenset
 #: order then shows, which two calls in one process never reveal).
 HASH_SEEDS = ("0", "1")
 
-#: Seconds an implementation's fork server has to answer a request (a fork, a reap: milliseconds
-#: when it runs); one that does not (stopped by its own worker, say) is killed and replaced.
-SERVER_ANSWER_S = 15.0
+#: CPU seconds an implementation's fork server may spend on one request (a fork, a reap: milliseconds when
+#: it runs) before it counts as lost, is killed and replaced.
+SERVER_ANSWER_CPU_S = 15.0
+#: Wall seconds after which a server that has not answered counts as lost whatever its CPU time: the
+#: backstop for one that waits (a server found stopped, by its own worker say, counts as lost at once).
+SERVER_ANSWER_BACKSTOP_S = 300.0
+#: The root server's start (torch's import, the warm-up): CPU seconds, and a wall-clock backstop.
+ROOT_START_CPU_S = 120.0
+ROOT_START_BACKSTOP_S = 1200.0
+#: How often a wait for an answer looks at the server's state and CPU time.
+_POLL_S = 0.5
+
+
+def _state(pid: int) -> str | None:
+    """The state letter of process ``pid`` (``R``, ``S``, ``T`` for stopped...), ``None`` if unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError, UnicodeDecodeError):
+        return None
+
+
+def await_answer(sock: socket.socket, pid: int | None, cpu_s: float, backstop_s: float) -> None:
+    """Return once ``sock`` has something to read (or was closed); raise :class:`TimeoutError` when the
+    process ``pid`` answering it is stopped, has spent ``cpu_s`` CPU seconds since the call, or
+    ``backstop_s`` wall seconds passed. Without ``/proc`` (or a pid) only the backstop counts."""
+    from specformer.runner import interrupt
+    from specformer.runner.budget import process_cpu_s
+
+    started = time.monotonic()
+    spent_before = process_cpu_s(pid) if pid is not None else None
+    while True:
+        readable, _, _ = select.select([sock], [], [], _POLL_S)
+        if readable:
+            return
+        interrupt.check()
+        waited = time.monotonic() - started
+        if waited > backstop_s:
+            raise TimeoutError(f"no answer within the backstop of {backstop_s:g} s of wall time")
+        if pid is None:
+            continue
+        if _state(pid) in ("T", "t"):
+            raise TimeoutError(f"the server (process {pid}) is stopped")
+        spent = process_cpu_s(pid)
+        if spent is not None and spent_before is not None and spent - spent_before > cpu_s:
+            raise TimeoutError(f"no answer after {spent - spent_before:.3g} s of the server's CPU time "
+                               f"(in {waited:.3g} s of wall time)")
 
 
 class ForkServer:
@@ -310,9 +359,11 @@ class ForkServer:
     ``warm=False`` skips its ``FlopCounterMode`` warm-up, for a checker that only loads
     implementations to learn their operations. An implementation's server (``parent``
     given, see :meth:`for_implementation`) is forked by the root on request.
+    ``startup_timeout``: the CPU seconds the root's start may take (its wall-clock backstop is
+    :data:`ROOT_START_BACKSTOP_S`, or five times that if more).
     """
 
-    def __init__(self, startup_timeout: float = 120.0, warm: bool = True, parent: "ForkServer | None" = None,
+    def __init__(self, startup_timeout: float = ROOT_START_CPU_S, warm: bool = True, parent: "ForkServer | None" = None,
                  hash_seed: str = HASH_SEEDS[0]) -> None:
         self._hash_seed = hash_seed
         self._lock = threading.Lock()
@@ -363,8 +414,8 @@ class ForkServer:
 
     def _start(self) -> socket.socket:
         mine, self._launched = self._launched or self._spawn(), None
-        mine.settimeout(self._startup_timeout if self._parent is None else SERVER_ANSWER_S)
         try:
+            self._await(mine, starting=True)
             ready, _ = _recv(mine)
         except (EOFError, OSError) as exc:
             mine.close()
@@ -372,8 +423,18 @@ class ForkServer:
             raise ForkServerError(f"the fork server did not start ({exc})") from None
         if ready != "ready":
             raise ForkServerError(f"the fork server said {ready!r}")
-        mine.settimeout(30 if self._parent is None else SERVER_ANSWER_S)
         return mine
+
+    def _await(self, sock: socket.socket, starting: bool = False) -> None:
+        """Wait for the server's next message (see :func:`await_answer`); once it has begun to arrive,
+        the rest of it must follow within the backstop."""
+        if self._parent is None and starting:
+            cpu_s, backstop_s = self._startup_timeout, max(ROOT_START_BACKSTOP_S, 5 * self._startup_timeout)
+        else:
+            cpu_s, backstop_s = SERVER_ANSWER_CPU_S, SERVER_ANSWER_BACKSTOP_S
+        sock.settimeout(None)
+        await_answer(sock, self.pid, cpu_s, backstop_s)
+        sock.settimeout(backstop_s)
 
     def ensure_started(self) -> None:
         """Start the server now if it is not running (it takes a few seconds: torch's import)."""
@@ -388,6 +449,7 @@ class ForkServer:
                     self._sock = self._start()
                 try:
                     _send(self._sock, message, fds or [])
+                    self._await(self._sock)
                     answer, _ = _recv(self._sock)
                     return answer
                 except (EOFError, OSError) as exc:  # the server died or stopped: start another once

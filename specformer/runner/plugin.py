@@ -46,7 +46,7 @@ import torch
 import specformer.properties
 from specformer.report import deviations
 from specformer.report.schedule import efficiency_line
-from specformer.runner import devices, environment, forkserver, sharding
+from specformer.runner import devices, environment, forkserver, interrupt, sharding
 from specformer.adapters import DEFAULT_IMPLEMENTATIONS
 from specformer.context import WorkerBackend
 from specformer.runner.budget import BACKSTOP_FACTOR
@@ -560,6 +560,7 @@ class PropertyItem(pytest.Item):
         self.add_marker("specformer")
 
     def runtest(self) -> None:
+        interrupt.check()
         state: SuiteState = self.config.stash[_STATE]
         state.limit_threads()
         impl = self.impl
@@ -666,7 +667,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def complete(state: SuiteState, exitstatus: int) -> bool:
     """Whether the run ran every collected row and was not interrupted."""
-    interrupted = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
+    interrupted = (exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
+                   or interrupt.requested() is not None)
     return not interrupted and state.expected_rows is not None and len(state.rows) == state.expected_rows
 
 

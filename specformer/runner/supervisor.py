@@ -42,7 +42,7 @@ from typing import Any
 
 from multiprocessing.connection import Connection
 
-from specformer.runner import forkserver, wire
+from specformer.runner import forkserver, interrupt, wire
 from specformer.runner.budget import Limit, as_limit, process_cpu_s, tree_cpu_s
 from specformer.runner.forkserver import ForkServer, ForkServerError
 
@@ -236,6 +236,7 @@ class Worker:
         if self._spin():
             return None
         while True:
+            interrupt.check()
             remaining = limit.deadline - time.monotonic()
             if remaining <= 0:
                 return limit.message("wall", self._running())
