@@ -23,6 +23,7 @@ which re-exports these. This module does not draw tokenizer text or corpora yet.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from contextlib import contextmanager
@@ -63,10 +64,12 @@ def budgeted() -> bool:
     return _BUDGET[0]
 
 
+@functools.lru_cache(maxsize=None)
 def _plan() -> st.SearchStrategy[int]:
     return st.shared(st.integers(0, SHAPE_PLANS - 1), key="specformer.shape-plan")
 
 
+@functools.lru_cache(maxsize=None)
 def _counter() -> st.SearchStrategy[Iterator[int]]:
     return st.shared(st.builds(itertools.count), key="specformer.shape-counter")
 
@@ -82,15 +85,34 @@ def planned(plan: int, index: int, low: int, high: int) -> int:
 
 
 @st.composite
-def dimension(draw: st.DrawFn, low: int, high: int) -> int:
-    """One size in ``[low, high]``: drawn freely, or, under the shape budget, the example's plan's."""
+def _dimension(draw: st.DrawFn, low: int, high: int) -> int:
     if low >= high or not budgeted():
-        return draw(st.integers(low, high))
+        return draw(_integers(low, high))
     return planned(draw(_plan()), next(draw(_counter())), low, high)
 
 
+@functools.lru_cache(maxsize=4096)
+def _integers(low: int, high: int) -> st.SearchStrategy[int]:
+    return st.integers(low, high)
+
+
+@functools.lru_cache(maxsize=4096)
+def dimension(low: int, high: int) -> st.SearchStrategy[int]:
+    """One size in ``[low, high]``: drawn freely, or, under the shape budget, the example's plan's.
+
+    One strategy object per range, made once: Hypothesis validates every new strategy it draws
+    from, and examples draw thousands of sizes (the same holds for :func:`tensors`)."""
+    return _dimension(int(low), int(high))
+
+
+@functools.lru_cache(maxsize=None)
+def realistic() -> st.SearchStrategy[bool]:
+    """Whether one example is drawn at a size models use (see :func:`_realistic`)."""
+    return _realistic()
+
+
 @st.composite
-def realistic(draw: st.DrawFn) -> bool:
+def _realistic(draw: st.DrawFn) -> bool:
     """Whether one example is drawn at a size models use: true for about one draw in four
     (under the shape budget: the last plan).
 
@@ -99,7 +121,7 @@ def realistic(draw: st.DrawFn) -> bool:
     """
     if budgeted():
         return draw(_plan()) == SHAPE_PLANS - 1
-    return draw(st.integers(0, 3)) == 3
+    return draw(_integers(0, 3)) == 3
 
 
 def sizes(large: bool, low: int, high: int, kind: str) -> st.SearchStrategy[int]:
@@ -134,7 +156,13 @@ def tensors(shape: tuple[int, ...], bound: float = BOUND) -> st.SearchStrategy[t
     it reaches zeros, repeated values and the bounds, and shrinks entry by entry). A
     failing example shrinks towards the second kind, so counterexamples read simply.
     Shapes of more than ``CHOSEN_MAX_ENTRIES`` entries (realistic sizes) are always seeded.
+    One strategy object per shape and bound, made once.
     """
+    return _tensors(tuple(int(n) for n in shape), float(bound))
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensors(shape: tuple[int, ...], bound: float) -> st.SearchStrategy[torch.Tensor]:
     seeded = st.integers(0, 2**32 - 1).map(lambda seed: _seeded(shape, bound, seed))
     if math.prod(shape) > CHOSEN_MAX_ENTRIES:
         return seeded
@@ -150,4 +178,4 @@ def permutations_of(draw: st.DrawFn, n: int) -> torch.Tensor:
 
 def seeds() -> st.SearchStrategy[int]:
     """Seeds for the sample generators of statistical properties."""
-    return st.integers(0, 2**32 - 1)
+    return _integers(0, 2**32 - 1)

@@ -8,6 +8,8 @@ in four at a realistic size (t and d up to 64, batch 3 or 4, 5 to 8 heads).
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +48,20 @@ class AttentionCase:
         return (self.q.shape[0], self.q.shape[1], self.k.shape[1], self.q.shape[2], self.v.shape[2])
 
 
+_DENSITIES = st.sampled_from([0.1, 0.5, 0.9])
+
+
+@functools.lru_cache(maxsize=1024)
+def _bool_arrays(shape: tuple[int, ...]) -> st.SearchStrategy[np.ndarray]:
+    return arrays(np.bool_, shape)
+
+
+@functools.lru_cache(maxsize=1024)
+def _index_arrays(shape: tuple[int, ...], n: int) -> st.SearchStrategy[np.ndarray]:
+    """Arrays of ``shape`` with entries in ``[0, n)``."""
+    return arrays(np.int64, shape, elements=st.integers(0, n - 1))
+
+
 @st.composite
 def masks(draw: st.DrawFn, batch: int, t_q: int, t_k: int, *, empty_rows: bool = False) -> torch.Tensor:
     """``(B, t_q, t_k)`` boolean masks, True = may attend; every row keeps a key unless ``empty_rows``.
@@ -54,12 +70,12 @@ def masks(draw: st.DrawFn, batch: int, t_q: int, t_k: int, *, empty_rows: bool =
     """
     if batch * t_q * t_k > CHOSEN_MAX_ENTRIES:
         generator = torch.Generator().manual_seed(draw(seeds()))
-        density = draw(st.sampled_from([0.1, 0.5, 0.9]))
+        density = draw(_DENSITIES)
         mask = torch.rand(batch, t_q, t_k, generator=generator) < density
         keep = torch.randint(0, t_k, (batch, t_q), generator=generator)
     else:
-        mask = torch.from_numpy(draw(arrays(np.bool_, (batch, t_q, t_k))))
-        keep = torch.from_numpy(draw(arrays(np.int64, (batch, t_q), elements=st.integers(0, t_k - 1))))
+        mask = torch.from_numpy(draw(_bool_arrays((batch, t_q, t_k))))
+        keep = torch.from_numpy(draw(_index_arrays((batch, t_q), t_k)))
     if not empty_rows:
         mask.scatter_(-1, keep[..., None], True)  # one allowed key per row
     return mask

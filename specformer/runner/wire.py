@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 import json
 import math
 import re
@@ -83,6 +84,35 @@ ITEMSIZE: dict[str, int] = {name: torch.empty((), dtype=d).element_size() for na
 _NUMPY_DTYPES = frozenset({torch.float64, torch.float32, torch.float16, torch.int64, torch.int32, torch.int16,
                            torch.int8, torch.uint8, torch.complex64, torch.complex128})
 _ATOMS = (str, int, float, bool, type(None), bytes)
+_ATOM_TYPES = frozenset(_ATOMS)
+_SEQUENCES = frozenset({list, tuple})
+
+
+def plain(value: Any, depth: int = 3) -> bool:
+    """Whether ``value`` holds nothing but atoms (str, bytes, int, float, bool, None) in exact lists, tuples
+    and dicts, ``depth`` levels deep at most: nothing a tensor walk needs to enter.
+
+    The check looks at element types with ``map(type, ...)`` and sets, in C, not element by element in
+    Python: a corpus of thousands of words or a list of thousands of BPE merges is checked in
+    microseconds, where :func:`rebuild` and a tensor walk would visit every element. ``False`` says only
+    that the value may hold something else.
+    """
+    kind = type(value)
+    if kind in _ATOM_TYPES:
+        return True
+    if kind is dict:
+        if not set(map(type, value)) <= _ATOM_TYPES:
+            return False
+        value = value.values()
+    elif kind not in _SEQUENCES:
+        return False
+    types = set(map(type, value))
+    if types <= _ATOM_TYPES:
+        return True
+    if depth <= 0 or not types <= _ATOM_TYPES | _SEQUENCES:
+        return False
+    nested = [item for item in value if type(item) in _SEQUENCES]
+    return plain(list(itertools.chain.from_iterable(nested)), depth - 1)
 #: A UTF-16 surrogate code point: such strings cross as UTF-32 code units, each surrogate kept alone.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -285,8 +315,10 @@ def rebuild(value: Any, convert: Any, memo: dict[int, Any] | None = None, leaf: 
         return value
     if id(value) in memo:
         return memo[id(value)]
-    if leaf(value):
-        out: Any = convert(value)
+    if type(value) in _SEQUENCES and plain(value):  # nothing to convert inside: a shallow copy
+        out: Any = type(value)(value)
+    elif leaf(value):
+        out = convert(value)
     elif isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple
         out = type(value)(*(rebuild(v, convert, memo, leaf) for v in value))
     elif isinstance(value, (tuple, list)):

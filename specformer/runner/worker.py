@@ -71,7 +71,7 @@ def accepts(fn: Callable[..., Any] | None, parameter: str) -> bool:
 
 def tensors_in(value: Any, path: str, seen: set[int] | None = None) -> Iterator[tuple[str, torch.Tensor]]:
     """Every tensor inside ``value`` (tuples, lists, dicts, dataclasses), with a readable path."""
-    if isinstance(value, (str, int, float, type(None))):
+    if isinstance(value, (str, int, float, type(None))) or wire.plain(value):
         return
     seen = set() if seen is None else seen
     if id(value) in seen:
