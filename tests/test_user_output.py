@@ -48,6 +48,64 @@ def test_the_same_failure_on_two_dtypes_is_one_block_and_different_failures_stay
     assert text.count("FAIL  attention.scaled-dot-product\n") == 2
 
 
+def _op_row(claim: str, op: str, message: str, impl: str = "mine", size: int = 10) -> dict:
+    return {"claim": claim, "property": claim.replace(".", "_"), "implementation": impl, "device": "cpu",
+            "dtype": "float64", "outcome": "fail", "as_expected": False, "message": message,
+            "call": f"impl.{op}(" + "x" * size + ")", "family": "blocks"}
+
+
+def test_blocks_come_in_the_order_of_causes_and_a_composite_folds_under_its_failing_part() -> None:
+    """A wrong layer_norm fails its own claim and every layer and stack claim; the layer_norm block comes first,
+    the layers' and the stack's failures fold under it, and another implementation's are left alone."""
+    from specformer.report.summary import ordered_failures
+
+    rows = [_op_row("decoder.sublayer-order", "decoder_layer", "12 of 12 entries out of tolerance", size=4000),
+            _op_row("encoder.stack", "encoder_stack", "stack output: 9 of 9 entries", size=3000),
+            _op_row("encoder.post-norm", "encoder_layer", "layer output: 6 of 6 entries", size=2000),
+            _op_row("ffn.formula", "feed_forward", "ffn output: 1 of 4 entries", size=50),
+            _op_row("layernorm.formula", "layer_norm", "layer_norm: 3 of 3 entries", size=100),
+            _op_row("encoder.post-norm", "encoder_layer", "layer output: 6 of 6 entries", impl="theirs")]
+    ordered = ordered_failures(grouped_failures(rows))
+    shown = [(g[0]["claim"], g[0]["implementation"], [f[0]["claim"] for f in folded]) for g, folded in ordered]
+    # feed_forward and layer_norm both rank 0 (shorter block first); the composites of "mine" fold under the
+    # lowest-ranked failing part, whichever it is; "theirs" has no failing part and stays a block of its own
+    assert shown[0][0] == "ffn.formula" and shown[1][0] == "layernorm.formula", shown
+    assert sorted(shown[0][2] + shown[1][2]) == ["decoder.sublayer-order", "encoder.post-norm", "encoder.stack"]
+    assert shown[2] == ("encoder.post-norm", "theirs", []) and len(shown) == 3, shown
+    lines = [line for line, _ in summary_lines(rows, [], True, len(rows))]
+    heads = [a for a, b in zip(lines, lines[1:]) if b.startswith("  property:")]  # each block's first line
+    assert heads == ["FAIL  ffn.formula", "FAIL  layernorm.formula", "FAIL  encoder.post-norm"], heads
+    assert any("which may call the failing feed_forward" in line for line in lines), lines
+
+
+def test_without_a_failing_part_a_composite_keeps_its_block_and_parts_come_first() -> None:
+    from specformer.protocol.dependencies import parts_of, rank
+    from specformer.report.summary import ordered_failures
+
+    assert rank("layer_norm") == 0 < rank("multihead_attention") < rank("encoder_layer") < rank("encoder_stack")
+    assert {"attention", "layer_norm", "feed_forward", "multihead_attention"} <= parts_of("encoder_stack")
+    rows = [_op_row("encoder.stack", "encoder_stack", "stack output wrong"),
+            _op_row("multihead.formula", "multihead_attention", "heads wrong", size=5000)]
+    ordered = ordered_failures(grouped_failures(rows))
+    # multihead_attention is a part of the stack (through its layers): the stack folds under it
+    assert [(g[0]["claim"], [f[0]["claim"] for f in folded]) for g, folded in ordered] == [
+        ("multihead.formula", ["encoder.stack"])]
+    alone = ordered_failures(grouped_failures(rows[:1]))
+    assert [g[0]["claim"] for g, _ in alone] == ["encoder.stack"]
+
+
+def test_a_claim_held_back_by_another_familys_operation_is_named_with_that_operation() -> None:
+    row = {"claim": "alibi.no-position-embeddings", "property": "p", "implementation": "mine", "device": "cpu",
+           "dtype": "float64", "outcome": "not-applicable", "as_expected": True, "family": "positions",
+           "message": "mine does not provide: count_parameters"}
+    own = {**row, "claim": "alibi.slopes", "message": "mine does not provide: alibi_bias"}
+    ops = {"positions": ["alibi_bias"], "blocks": ["count_parameters"]}
+    lines = [line for line, _ in summary_lines([row, own], [], True, 2, family_operations=ops)]
+    named = [line for line in lines if "also needs" in line]
+    assert named == ["  –   alibi.no-position-embeddings also needs count_parameters (the blocks family): provide it "
+                     "too, in the same implementation, to run this claim"], lines
+
+
 def test_the_summary_names_only_the_selected_families_in_one_line() -> None:
     impl = {"name": "mine", "spec": "mine.py", "status": "loaded", "operations": ["attention"],
             "omitted_families": ["blocks", "embeddings", "positions", "tokenization"]}
@@ -254,6 +312,9 @@ def test_a_planted_bug_shows_its_message_and_a_call_into_the_users_code_in_the_f
     text = "\n".join(first)
     assert any(line.startswith("FAIL  ") for line in first), text
     assert "  message:" in text and call in text, text
+    # the first block is the planted operation's own: its call is the first call printed
+    calls = [line.strip() for line in done.stdout.splitlines() if line.strip().startswith("impl.")]
+    assert calls and calls[0].startswith(call), calls[:3]
 
 
 def test_replay_writes_the_failing_call_out_and_is_offered_only_where_there_is_one(tmp_path: Path) -> None:

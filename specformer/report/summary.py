@@ -354,6 +354,72 @@ def grouped_failures(rows: Iterable[Mapping[str, Any]]) -> list[list[Mapping[str
     return list(groups.values())
 
 
+_CALLED = re.compile(r"^\s*impl\.(\w+)\(")
+
+
+def failed_operation(row: Mapping[str, Any]) -> str | None:
+    """The operation a failing row's printed call went into (``layer_norm``), or else the most composite
+    operation the row called (from its recorded shapes); ``None`` when neither says."""
+    from specformer.protocol.dependencies import rank
+
+    called = _CALLED.match(str(row.get("call") or ""))
+    if called:
+        return called.group(1)
+    shapes = row.get("shapes")
+    if isinstance(shapes, Mapping) and shapes:
+        return max(map(str, shapes), key=lambda op: (rank(op), op))
+    return None
+
+
+def _block_size(group: Sequence[Mapping[str, Any]]) -> int:
+    row = group[0]
+    return sum(len(str(row.get(key) or "")) for key in ("message", "call", "counterexample"))
+
+
+def ordered_failures(groups: Sequence[Sequence[Mapping[str, Any]]]
+                     ) -> list[tuple[Sequence[Mapping[str, Any]], list[Sequence[Mapping[str, Any]]]]]:
+    """Failure groups in the order of their causes, each with the groups folded under it.
+
+    An operation's parts come first (:func:`specformer.protocol.dependencies.rank`: ``layer_norm`` before
+    ``encoder_layer`` before ``encoder_stack``), then shorter blocks. A group whose operation is usually built
+    from an operation that fails on its own in the same implementation is folded under that part's block
+    (the part of lowest rank), not shown in full: its failure most likely follows from the part's.
+    """
+    from specformer.protocol.dependencies import parts_of, rank
+
+    def key(group: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+        op = failed_operation(group[0])
+        return (rank(op) if op else 99, _block_size(group))
+
+    ordered = sorted(groups, key=key)
+    first_of: dict[tuple[str, str], Sequence[Mapping[str, Any]]] = {}
+    for group in ordered:
+        op = failed_operation(group[0])
+        if op is not None:
+            first_of.setdefault((str(group[0].get("implementation")), op), group)
+    out: list[tuple[Sequence[Mapping[str, Any]], list[Sequence[Mapping[str, Any]]]]] = []
+    folded: dict[int, list[Sequence[Mapping[str, Any]]]] = {}
+    for group in ordered:
+        op, impl = failed_operation(group[0]), str(group[0].get("implementation"))
+        failing_parts = sorted((part for part in parts_of(op) if (impl, part) in first_of) if op else (),
+                               key=lambda part: (rank(part), part))
+        if failing_parts:
+            folded.setdefault(id(first_of[impl, failing_parts[0]]), []).append(group)
+        else:
+            out.append((group, []))
+    return [(group, folded.get(id(group), [])) for group, _ in out]
+
+
+def folded_lines(part: str, folded: Sequence[Sequence[Mapping[str, Any]]], shown: int = 6) -> list[str]:
+    """The line that names the failures folded under a failing part's block."""
+    rows = [row for group in folded for row in group]
+    ops = ", ".join(dict.fromkeys(str(failed_operation(group[0])) for group in folded))
+    names = [f"{r.get('claim')} {r.get('property')} [{r.get('device')}/{r.get('dtype')}]" for r in rows]
+    more = f", and {len(names) - shown} more" if len(names) > shown else ""
+    return [f"  and {len(rows)} row{'s' if len(rows) > 1 else ''} of {ops}, which may call the failing {part} "
+            f"(fix it first; the report has each): {'; '.join(names[:shown])}{more}"]
+
+
 def fixed_lines(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     """One line per ``fixed`` row: a deviation entry that no longer deviates (prune it)."""
     return [f"  fixed: {r.get('claim')} {r.get('property')} [{row_label(r)}] (listed: {r.get('deviation_reason')})"
@@ -392,6 +458,31 @@ def _provides_line(impl: Mapping[str, Any], families: Iterable[str] | None,
     return f"  –   {impl['name']} does not provide: {', '.join(parts)} (its rows are not applicable or absent)"
 
 
+_MISSING = re.compile(r" does not provide: ([\w, ]+)$")
+
+
+def cross_family_lines(claims: Mapping[str, Sequence[Mapping[str, Any]]],
+                       family_operations: Mapping[str, Sequence[str]] | None) -> list[str]:
+    """For claims that no row could check, the ones held back by an operation of *another* family than the
+    claim's (``alibi.no-position-embeddings`` needs ``count_parameters`` of the blocks family): a run of one
+    family's implementation never runs them, and the line says which operation would."""
+    family_of = {op: family for family, ops in (family_operations or {}).items() for op in ops}
+    out = []
+    for claim, rows in sorted(claims.items()):
+        missing: dict[str, str] = {}
+        for row in rows:
+            found = _MISSING.search(str(row.get("message") or ""))
+            for op in (found.group(1).split(", ") if found else []):
+                family = family_of.get(op.strip())
+                if family is not None and family != row.get("family"):
+                    missing[op.strip()] = family
+        if missing:
+            needed = ", ".join(f"{op} (the {family} family)" for op, family in sorted(missing.items()))
+            out.append(f"  –   {claim} also needs {needed}: provide it too, in the same implementation, "
+                       "to run this claim")
+    return out
+
+
 def shapes_line(name: str, rows: Sequence[Mapping[str, Any]]) -> str | None:
     """How many distinct tensor shapes an implementation's operations were called with per row (what jitted
     code compiles once each), or ``None`` when its rows made no call."""
@@ -417,8 +508,11 @@ def _failure_lines(bad_rows: Sequence[Mapping[str, Any]], report: str | None) ->
     same = (f" ({len(groups)} distinct failure{'s' if len(groups) > 1 else ''})"
             if len(groups) < len(bad_rows) else "")
     out = [(f"{len(bad_rows)} rows did not end as expected{same}:", {"red": True, "bold": True})]
-    for group in groups:
-        out += [("", {}), *((line, {}) for line in failure_block(group[0], group[1:], report))]
+    for group, folded in ordered_failures(groups):
+        lines = failure_block(group[0], group[1:], report)
+        if folded:
+            lines += folded_lines(str(failed_operation(group[0])), folded)
+        out += [("", {}), *((line, {}) for line in lines)]
     return out
 
 
@@ -451,6 +545,7 @@ def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str
     if inapplicable:
         out.append((f"  –   {len(inapplicable)} claim{'s' if len(inapplicable) != 1 else ''} entirely not applicable "
                     "(the implementations lack their operations, dtypes or conventions; the report has each row)", {}))
+        out += [(line, {}) for line in cross_family_lines({c: by_claim[c] for c in inapplicable}, family_operations)]
     for impl in impls:
         if impl["status"] != "loaded":
             out.append((f"FAIL  implementation {impl['spec']!r} could not be loaded: {impl['message']}", {"red": True}))
