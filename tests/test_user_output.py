@@ -9,6 +9,7 @@ must stop at the budget and say so; ``replay`` must save inputs that reproduce t
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -334,3 +335,24 @@ def test_replay_writes_the_failing_call_out_and_is_offered_only_where_there_is_o
            "outcome": "fail", "message": "no counterexample to the claim as written", "as_expected": False}
     assert not any("specformer replay" in line for line in failure_block(row, report="r.json"))
     assert any("specformer replay" in line for line in failure_block({**row, "call": "impl.f(1)"}, report="r.json"))
+
+
+def test_a_printed_call_is_python_with_its_imports_dtype_and_config_included(tmp_path: Path) -> None:
+    """``dtype=torch.float32``, not ``<dtype>``; ``ModelConfig(...)`` with the import that defines it: the
+    printed call runs as it is, in a fresh interpreter, against an implementation."""
+    from specformer.protocol.blocks import ModelConfig
+    from specformer.report.summary import render_implementation_call
+
+    config = ModelConfig(vocab_size=10, d_model=4, heads=2, d_ff=8, encoder_layers=1)
+    call = render_implementation_call("count_parameters", [config], {"dtype": torch.float32,
+                                                                    "device": torch.device("cpu")})
+    assert "<" not in call and "dtype=torch.float32" in call and "device=torch.device('cpu')" in call, call
+    assert call.splitlines()[:2] == ["import torch", "from specformer.protocol.blocks import ModelConfig"], call
+    (tmp_path / "impl_echo.py").write_text(
+        "class Impl:\n    def count_parameters(self, config, dtype=None, device=None):\n"
+        "        return (config.d_model, str(dtype), str(device))\nimpl = Impl()\n", encoding="utf-8")
+    program = "from impl_echo import impl\n" + call.replace("impl.count_parameters(", "print(impl.count_parameters(") + ")"
+    done = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(4, 'torch.float32', 'cpu')", done.stdout

@@ -152,6 +152,10 @@ def render_value(value: Any, depth: int = 0) -> str | None:
         return _number(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else repr(value)
     if isinstance(value, (str, bytes)):
         return repr(value)
+    if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
+        return str(value)  # torch.float32
+    if type(value).__module__ == "torch" and type(value).__name__ == "device":
+        return f"torch.device({str(value)!r})"
     if type(value).__module__.startswith("torch") and hasattr(value, "shape") and hasattr(value, "dtype"):
         return render_tensor(value)
     if type(value).__module__.startswith("numpy") and hasattr(value, "tolist"):
@@ -225,7 +229,40 @@ def render_implementation_call(op: str, args: Sequence[Any], kwargs: Mapping[str
         return text if text is not None else f"<{type(value).__name__}>"
 
     parts = [shown(a) for a in args] + [f"{key}={shown(value)}" for key, value in kwargs.items()]
-    return f"impl.{op}({', '.join(parts)})"
+    call = f"impl.{op}({', '.join(parts)})"
+    return "\n".join([*call_imports(call, [*args, *kwargs.values()]), call])
+
+
+def call_imports(call: str, values: Sequence[Any]) -> list[str]:
+    """The imports a printed call needs to run: ``import torch`` where it names torch, and the module of each
+    dataclass or named tuple it builds (``from specformer.protocol.blocks import ModelConfig``)."""
+    import dataclasses
+
+    found: dict[str, set[str]] = {}
+
+    def visit(value: Any, depth: int = 0) -> None:
+        if depth > 8 or isinstance(value, (str, bytes, int, float, bool, type(None))):
+            return
+        named = isinstance(value, tuple) and hasattr(value, "_fields")
+        if named or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+            kind = type(value)
+            if re.search(rf"\b{kind.__name__}\(", call) and kind.__module__ not in ("builtins", "__main__"):
+                found.setdefault(kind.__module__, set()).add(kind.__name__)
+            inner = (getattr(value, f) for f in value._fields) if named else (
+                getattr(value, f.name) for f in dataclasses.fields(value))
+            for item in inner:
+                visit(item, depth + 1)
+        elif isinstance(value, (tuple, list, set, frozenset)):
+            for item in value:
+                visit(item, depth + 1)
+        elif isinstance(value, dict):
+            for item in value.values():
+                visit(item, depth + 1)
+
+    for value in values:
+        visit(value)
+    lines = ["import torch"] if re.search(r"\btorch\.", call) else []
+    return lines + [f"from {module} import {', '.join(sorted(names))}" for module, names in sorted(found.items())]
 
 
 def _tensor_summary(inner: str) -> str | None:
@@ -354,7 +391,7 @@ def grouped_failures(rows: Iterable[Mapping[str, Any]]) -> list[list[Mapping[str
     return list(groups.values())
 
 
-_CALLED = re.compile(r"^\s*impl\.(\w+)\(")
+_CALLED = re.compile(r"^\s*impl\.(\w+)\(", re.MULTILINE)
 
 
 def failed_operation(row: Mapping[str, Any]) -> str | None:
@@ -362,7 +399,7 @@ def failed_operation(row: Mapping[str, Any]) -> str | None:
     operation the row called (from its recorded shapes); ``None`` when neither says."""
     from specformer.protocol.dependencies import rank
 
-    called = _CALLED.match(str(row.get("call") or ""))
+    called = _CALLED.search(str(row.get("call") or ""))
     if called:
         return called.group(1)
     shapes = row.get("shapes")

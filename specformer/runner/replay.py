@@ -86,8 +86,8 @@ def inline_call(call: Mapping[str, Any]) -> str | None:
         text = render_value(value)
         if text is None or text.startswith("<tensor"):  # not written out: a glimpse is no argument
             return None
-    text = render_implementation_call(str(call["method"]), args, kwargs)
-    return text if len(text) <= 2000 else None
+    text = render_implementation_call(str(call["method"]), args, kwargs)  # its imports, then the call
+    return text if len(text.splitlines()[-1]) <= 2000 else None
 
 
 def snippet(path: Path, spec: str, calls: Sequence[Mapping[str, Any]]) -> str:
@@ -96,11 +96,13 @@ def snippet(path: Path, spec: str, calls: Sequence[Mapping[str, Any]]) -> str:
     last = calls[-1]
     args = ", ".join(["*call['args']"] + (["**call['kwargs']"] if last["kwargs"] else []))
     written = inline_call(last)
+    imports = [line for line in (written.splitlines()[:-1] if written else []) if line != "import torch"]
     return "\n".join([
         "import torch",
+        *imports,
         "from specformer.runner.loading import load_implementation",
         f"impl = load_implementation({spec!r}).obj",
-        *([f"result = {written}  # the failing example's last call, written out"] if written else []),
+        *([f"result = {written.splitlines()[-1]}  # the failing example's last call, written out"] if written else []),
         f"saved = torch.load({str(path)!r}, weights_only=False)",
         f"call = saved['calls'][-1]  # the last of the failing example's {len(calls)} call(s): {last['method']}",
         f"result = impl.{last['method']}({args})",
