@@ -98,3 +98,15 @@ def test_a_miscounted_output_layer_is_caught(factor: int) -> None:
         return n + (factor - 1) * c.vocab_size * c.d_model if c.output_layer and not c.tied_output else n
 
     assert_caught(EMBEDDINGS, _counter(change))
+
+
+def test_a_wrong_count_is_shown_part_by_part_with_the_part_it_misses() -> None:
+    """A model that leaves out its learned position table: the message lists the closed form's parts and names
+    that table as the difference."""
+    from specformer.properties.blocks.size import closed_form, count_breakdown
+
+    config = ModelConfig(vocab_size=100, d_model=8, heads=2, d_ff=16, encoder_layers=2, positions="learned",
+                         max_len=64)
+    message = count_breakdown(config, closed_form(config) - 64 * 8)
+    assert "(the learned position table of 64 x 8)" in message and "2 encoder layers of" in message, message
+    assert "the difference, -512, is the learned position table of 64 x 8: left out?" in message, message
