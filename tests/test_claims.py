@@ -43,6 +43,18 @@ def test_the_installed_spec_is_the_repository_spec(claims: dict[str, Claim]) -> 
     assert load_claims(ROOT / "spec") == claims
 
 
+def test_no_formula_is_escaped_twice(claims: dict[str, Claim]) -> None:
+    """A YAML block scalar keeps backslashes as they are: ``\\quad`` there reaches MathJax as a line break and
+    the word "quad". A doubled backslash before a letter or ``, ; %`` is such an escape; before a space it is a
+    matrix's row break and stays."""
+    import re
+
+    doubled = re.compile(r"\\\\[A-Za-z,;%]")
+    found = [(claim.id, field) for claim in claims.values() for field in ("statement", "corrected")
+             if doubled.search(getattr(claim, field) or "")]
+    assert not found, found
+
+
 def test_every_id_starts_with_its_files_topic(claims: dict[str, Claim]) -> None:
     wrong = [c.id for c in claims.values() if not (c.id.startswith(c.topic + ".") and c.file == f"{c.family}/{c.topic}.md")]
     assert wrong == []
