@@ -333,6 +333,26 @@ def test_short_citations_by_file_number_become_titles():
     assert "(999)" in cited
 
 
+def test_a_title_inside_a_formula_escapes_what_tex_would_read_as_markup():
+    """Document 002's title holds "&": inside ``\\text{...}`` TeX reads a bare ``&`` as an alignment tab and
+    MathJax shows the whole formula as raw TeX."""
+    from specformer.site.spectext import name_documents
+
+    named = name_documents(r"$\text{for 002's ELMo}(50000)$")
+    assert r"\text{for Day 4: Embeddings \& Representation Learning's ELMo}" in named, named
+
+
+def test_a_heading_keeps_its_trailing_hashes():
+    from specformer.site.spectext import heading
+
+    assert heading("marks non-initial pieces with ##") == "marks non-initial pieces with \\#\\#"
+    assert heading("no hashes") == "no hashes"
+    import markdown
+
+    html = markdown.markdown("# " + heading("pieces with ##"))
+    assert html == "<h1>pieces with ##</h1>", html
+
+
 def test_a_row_whose_outcome_differs_between_reports_is_marked():
     from specformer.site.pages import merge_reports
 

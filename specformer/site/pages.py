@@ -38,7 +38,7 @@ from specformer.site.families import (FAMILY_ORDER, families, family_page, famil
 from specformer.site.families import nav as family_nav
 from specformer.site.implementations import compatibility_page, implementation_page, page_names
 from specformer.site.protocol import protocol_families, protocol_index, protocol_page
-from specformer.site.spectext import escape_html, spec_inline, spec_markdown, title_link
+from specformer.site.spectext import escape_html, heading, spec_inline, spec_markdown, title_link
 from specformer.site.matrix import anchor, results_matrix, row_details, rows_table
 from specformer.site.runs import (REPORT_SCHEMA, REPORT_SCHEMA_VERSIONS, ReportError, load_report,
                                   differs, merge_reports, read_report, records, report_problem, report_runs,
@@ -188,7 +188,7 @@ def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any
     results matrix.
     """
     out = [
-        f"# {spec_inline(claim.title)}",
+        f"# {heading(spec_inline(claim.title))}",
         f"{badge(claim.kind, 'kind')} {badge(claim.verdict, 'verdict')}",
         f"`{claim.id}` · " + (f"[{family_title(claim.family)}](../families/{claim.family}.md) › " if claim.family
                               else "") + f"[{topic_title(claim.topic)}](../topics/{claim.topic}.md) · `spec/{claim.file}`",

@@ -128,11 +128,29 @@ def _title_in_formula(piece: str) -> str:
     def text_command(match: re.Match[str]) -> str:
         def title(number: re.Match[str]) -> str:
             name = document_by_number().get(number.group(1))
-            return DOCUMENTS[name] if name else number.group(0)
+            return latex_text(DOCUMENTS[name]) if name else number.group(0)
 
         return match.group(0).replace(match.group(1), DOCUMENT_NUMBER.sub(title, match.group(1)))
 
     return _TEXT_COMMAND.sub(text_command, piece)
+
+
+#: Characters TeX reads as commands inside ``\\text{...}``, and how to write them as themselves there.
+_TEX_SPECIAL = {"&": r"\&", "%": r"\%", "#": r"\#", "_": r"\_", "$": r"\$", "{": r"\{", "}": r"\}"}
+
+
+def latex_text(text: str) -> str:
+    """``text`` for the inside of a formula's ``\\text{...}``: ``&``, ``%``, ``#``, ``_`` and the other
+    characters TeX would read as commands escaped (a document title holds ``&``)."""
+    return "".join(_TEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def heading(text: str) -> str:
+    """A Markdown heading's text that keeps a trailing ``#`` (Markdown takes a heading's closing hashes as
+    markup and drops them: "... marks pieces with ##" would lose its ``##``)."""
+    stripped = text.rstrip()
+    trailing = len(stripped) - len(stripped.rstrip("#"))
+    return stripped[:len(stripped) - trailing] + "\\#" * trailing if trailing else text
 
 
 def name_documents(markdown: str) -> str:
