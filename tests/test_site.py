@@ -342,14 +342,32 @@ def test_a_title_inside_a_formula_escapes_what_tex_would_read_as_markup():
     assert r"\text{for Day 4: Embeddings \& Representation Learning's ELMo}" in named, named
 
 
-def test_a_heading_keeps_its_trailing_hashes():
-    from specformer.site.spectext import heading
+def test_a_statement_on_several_lines_keeps_its_lines_but_never_breaks_a_group_or_a_matrix():
+    """Joined into one line, a long statement ran wider than the column; broken inside ``\\frac{..}{..}`` or a
+    matrix, it would not typeset at all."""
+    from specformer.site.pages import display_math, formula_lines
 
-    assert heading("marks non-initial pieces with ##") == "marks non-initial pieces with \\#\\#"
-    assert heading("no hashes") == "no hashes"
+    tex = ("P = N\\,(E + D),\\quad E = A,\\\n"
+           "F = \\frac{a}{\nb};\\quad\n"
+           "M = \\begin{pmatrix} 1 & 0 \\\\\n0 & 1 \\end{pmatrix}\n"
+           "\\left( x\n\\right) \\text{ (a note {in} braces)}")
+    assert formula_lines(tex) == ["P = N\\,(E + D),\\quad E = A,\\", "F = \\frac{a}{ b};\\quad",
+                                  "M = \\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}",
+                                  "\\left( x \\right) \\text{ (a note {in} braces)}"]
+    shown = display_math(tex)
+    assert shown.startswith("$$\n\\displaylines{P = N") and shown.endswith("braces)}}\n$$"), shown
+    assert shown.count(" \\\\\n") == 3, shown
+    assert display_math("a + b") == "$$\na + b\n$$"
+
+
+def test_a_heading_keeps_its_trailing_hashes():
+    from specformer.site.spectext import heading_text
+
+    assert heading_text("marks non-initial pieces with ##") == "marks non-initial pieces with \\#\\#"
+    assert heading_text("no hashes") == "no hashes"
     import markdown
 
-    html = markdown.markdown("# " + heading("pieces with ##"))
+    html = markdown.markdown("# " + heading_text("pieces with ##"))
     assert html == "<h1>pieces with ##</h1>", html
 
 

@@ -162,6 +162,28 @@ def test_no_page_scrolls_sideways_and_no_raw_tex_is_left(browser, servers, claim
     assert typeset >= 20
 
 
+def test_every_page_typesets_every_formula(browser, servers, tmp_path_factory):
+    """Every page of the checkout's build, not a sample: no MathJax error and no formula left as raw TeX
+    (formulas escaped twice are found in the spec itself: tests/test_claims.py)."""
+    root = site_builds(tmp_path_factory)["checkout"]
+    paths = sorted(str(page.parent.relative_to(root)) + "/" for page in root.rglob("index.html"))
+    paths = ["" if path == "./" else path for path in paths]
+    assert len(paths) > 250, len(paths)  # the claim pages, the topic, family, protocol and implementation pages
+    bad = []
+    for path in paths:
+        page = open_page(browser, servers["checkout"] + path, 1280)
+        found = page.evaluate("""() => {
+            const formulas = [...document.querySelectorAll('.md-content .arithmatex')];
+            return {raw: formulas.filter(f => !f.querySelector('mjx-container')).map(f => f.textContent.slice(0, 80)),
+                    errors: [...document.querySelectorAll('mjx-merror')].map(e => e.getAttribute('data-mjx-error')
+                                                                                 || e.textContent.slice(0, 80))};
+        }""")
+        if found["raw"] or found["errors"]:
+            bad.append((path, found["raw"][:2], found["errors"][:2]))
+        page.close()
+    assert not bad, bad[:10]
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("build", BUILDS)
 def test_navigation_lists_the_families_in_the_order_a_transformer_works(browser, servers, build, width):

@@ -38,7 +38,7 @@ from specformer.site.families import (FAMILY_ORDER, families, family_page, famil
 from specformer.site.families import nav as family_nav
 from specformer.site.implementations import compatibility_page, implementation_page, page_names
 from specformer.site.protocol import protocol_families, protocol_index, protocol_page
-from specformer.site.spectext import escape_html, heading, spec_inline, spec_markdown, title_link
+from specformer.site.spectext import escape_html, heading_text, spec_inline, spec_markdown, title_link
 from specformer.site.matrix import anchor, results_matrix, row_details, rows_table
 from specformer.site.runs import (REPORT_SCHEMA, REPORT_SCHEMA_VERSIONS, ReportError, load_report,
                                   differs, merge_reports, read_report, records, report_problem, report_runs,
@@ -84,8 +84,35 @@ def spec_math(tex: str) -> str:
 
 
 def display_math(tex: str) -> str:
-    """LaTeX as a display-math block; text that already holds ``$`` is left as it is."""
-    return tex.strip() if "$" in tex else f"$$\n{tex.strip()}\n$$"
+    """LaTeX as a display-math block; text that already holds ``$`` is left as it is.
+
+    A statement written on several lines keeps them (:func:`formula_lines`): joined into one, a long
+    formula ran wider than the page's column."""
+    if "$" in tex:
+        return tex.strip()
+    lines = formula_lines(tex)
+    body = lines[0] if len(lines) == 1 else "\\displaylines{" + " \\\\\n".join(lines) + "}"
+    return f"$$\n{body}\n$$"
+
+
+_NESTING = re.compile(r"(?P<open>\\begin\{[^}]*\}|\\left\b|(?<!\\)\{)|(?P<close>\\end\{[^}]*\}|\\right\b|(?<!\\)\})")
+
+
+def formula_lines(tex: str) -> list[str]:
+    """The source lines of a formula where it may break: a line ends a piece only outside every brace group,
+    ``\\left ... \\right`` pair and environment (a matrix's rows stay in their environment)."""
+    pieces: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for line in tex.strip().splitlines():
+        current.append(line.strip())
+        depth += sum(1 if m.group("open") else -1 for m in _NESTING.finditer(line))
+        if depth <= 0:
+            pieces.append(" ".join(current).rstrip())
+            current, depth = [], 0
+    if current:
+        pieces.append(" ".join(current))
+    return [piece for piece in pieces if piece]
 
 
 def _property_section(prop: Property) -> str:
@@ -188,7 +215,7 @@ def claim_page(claim: Claim, props: Iterable[Property], rows: list[dict[str, Any
     results matrix.
     """
     out = [
-        f"# {heading(spec_inline(claim.title))}",
+        f"# {heading_text(spec_inline(claim.title))}",
         f"{badge(claim.kind, 'kind')} {badge(claim.verdict, 'verdict')}",
         f"`{claim.id}` · " + (f"[{family_title(claim.family)}](../families/{claim.family}.md) › " if claim.family
                               else "") + f"[{topic_title(claim.topic)}](../topics/{claim.topic}.md) · `spec/{claim.file}`",

@@ -145,7 +145,7 @@ def latex_text(text: str) -> str:
     return "".join(_TEX_SPECIAL.get(ch, ch) for ch in text)
 
 
-def heading(text: str) -> str:
+def heading_text(text: str) -> str:
     """A Markdown heading's text that keeps a trailing ``#`` (Markdown takes a heading's closing hashes as
     markup and drops them: "... marks pieces with ##" would lose its ``##``)."""
     stripped = text.rstrip()
