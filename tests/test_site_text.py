@@ -59,7 +59,7 @@ def test_documents_cited_by_number_are_named_by_title_and_numbers_are_left_alone
            "</span>'s code" in named
     assert "1,000 and 37{,}000 and 0.001 and `003` and 009" in named
     formula = name_documents("$$\n\\text{after the FFN (000, 004)}\\quad 000\n$$")
-    assert "\\text{after the FFN (C-4: Transformer Architecture, Attention & Transformers)}\\quad 000" in formula
+    assert "\\text{after the FFN (C-4: Transformer Architecture, Attention \\& Transformers)}\\quad 000" in formula
 
 
 def test_document_titles_are_the_documents_own_first_headings():
