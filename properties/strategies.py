@@ -87,13 +87,8 @@ def planned(plan: int, index: int, low: int, high: int) -> int:
 @st.composite
 def _dimension(draw: st.DrawFn, low: int, high: int) -> int:
     if low >= high or not budgeted():
-        return draw(_integers(low, high))
+        return draw(st.integers(low, high))
     return planned(draw(_plan()), next(draw(_counter())), low, high)
-
-
-@functools.lru_cache(maxsize=4096)
-def _integers(low: int, high: int) -> st.SearchStrategy[int]:
-    return st.integers(low, high)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -121,7 +116,7 @@ def _realistic(draw: st.DrawFn) -> bool:
     """
     if budgeted():
         return draw(_plan()) == SHAPE_PLANS - 1
-    return draw(_integers(0, 3)) == 3
+    return draw(st.integers(0, 3)) == 3
 
 
 def sizes(large: bool, low: int, high: int, kind: str) -> st.SearchStrategy[int]:
@@ -178,4 +173,4 @@ def permutations_of(draw: st.DrawFn, n: int) -> torch.Tensor:
 
 def seeds() -> st.SearchStrategy[int]:
     """Seeds for the sample generators of statistical properties."""
-    return _integers(0, 2**32 - 1)
+    return st.integers(0, 2**32 - 1)

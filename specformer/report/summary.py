@@ -424,20 +424,22 @@ def ordered_failures(groups: Sequence[Sequence[Mapping[str, Any]]]
     """
     from specformer.protocol.dependencies import parts_of, rank
 
+    operation = {id(group): failed_operation(group[0]) for group in groups}  # once per group
+
     def key(group: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
-        op = failed_operation(group[0])
+        op = operation[id(group)]
         return (rank(op) if op else 99, _block_size(group))
 
     ordered = sorted(groups, key=key)
     first_of: dict[tuple[str, str], Sequence[Mapping[str, Any]]] = {}
     for group in ordered:
-        op = failed_operation(group[0])
+        op = operation[id(group)]
         if op is not None:
             first_of.setdefault((str(group[0].get("implementation")), op), group)
     out: list[tuple[Sequence[Mapping[str, Any]], list[Sequence[Mapping[str, Any]]]]] = []
     folded: dict[int, list[Sequence[Mapping[str, Any]]]] = {}
     for group in ordered:
-        op, impl = failed_operation(group[0]), str(group[0].get("implementation"))
+        op, impl = operation[id(group)], str(group[0].get("implementation"))
         failing_parts = sorted((part for part in parts_of(op) if (impl, part) in first_of) if op else (),
                                key=lambda part: (rank(part), part))
         if failing_parts:
