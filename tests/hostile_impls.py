@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from specformer.protocol import NotApplicable
+from specformer.protocol import Capabilities, NotApplicable
 
 
 def correct_attention(q, k, v, mask=None, causal=False):
@@ -342,7 +342,10 @@ class LeavesAForger:
         if path and not LeavesAForger.started:
             LeavesAForger.started = True
             if os.fork() == 0:
-                os.setsid()
+                try:
+                    os.setsid()
+                except OSError:  # refused to a confined worker (runner.confine): it forges from the group
+                    pass
                 if os.fork() == 0:
                     with open(os.path.join(os.path.dirname(path), "forger.pid"), "w") as f:
                         f.write(str(os.getpid()))
@@ -503,3 +506,160 @@ class BusyButCorrect:
         while time.process_time() < end:
             pass
         return correct_attention(q, k, v, mask, causal)
+
+
+# -- against the harness beyond its own worker: the root server, the checker, the cleanup, the checks ----
+
+
+def _ancestor(levels: int) -> int:
+    """The process ``levels`` generations above this one (1: the parent), read from ``/proc``."""
+    pid = os.getpid()
+    for _ in range(levels):
+        with open(f"/proc/{pid}/stat") as stat:
+            pid = int(stat.read().rsplit(")", 1)[1].split()[1])
+    return pid
+
+
+class KillsTheRootForkServer:
+    """Kills the root fork server (its fork server's parent, which belongs to no implementation), then
+    answers correctly."""
+
+    name = "kills-the-root-fork-server"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        os.kill(_ancestor(2), signal.SIGKILL)
+        return correct_attention(q, k, v, mask, causal)
+
+
+class StopsItsChecker:
+    """Stops (SIGSTOP) the process that checks it (worker -> its fork server -> the root -> the checker),
+    then answers correctly."""
+
+    name = "stops-its-checker"
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        os.kill(_ancestor(3), signal.SIGSTOP)
+        return correct_attention(q, k, v, mask, causal)
+
+
+_CHAIN = """
+import os, sys, time
+path, pid_file = sys.argv[1], sys.argv[2]
+forged = ('{"schema": "specformer-report", "summary": {"rows": 0, "ok": true, '
+          '"complete": true, "state": "complete"}, "rows": [], "forged": true}')
+start, link = time.monotonic(), 0
+while time.monotonic() - start < 120:
+    if os.fork() != 0:
+        os._exit(0)  # the parent goes at once; the child carries on under a new pid
+    try:
+        os.setsid()  # out of the worker's group, where that is allowed
+    except OSError:
+        pass
+    link += 1
+    if link % 200 == 1:
+        with open(pid_file, "w") as f:
+            f.write(str(os.getpid()))
+        if time.monotonic() - start > 2.0:
+            try:
+                with open(path, "w") as f:
+                    f.write(forged)
+            except OSError:
+                pass
+"""
+
+
+class LeavesAForkChain:
+    """Answers correctly, but first leaves a chain of short-lived processes (a small interpreter, so each fork
+    takes microseconds): each forks the next and exits at once, so the chain's pid changes faster than a scan
+    of ``/proc`` can follow; each link tries to leave the worker's process group (setsid, refused to a confined
+    worker's processes), and after 2 s the links rewrite the run's report as a complete, ok run."""
+
+    name = "leaves-a-fork-chain"
+    started = False
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        import sys
+
+        path = _report_path()
+        if path and not LeavesAForkChain.started:
+            LeavesAForkChain.started = True
+            if os.fork() == 0:
+                pid_file = os.path.join(os.path.dirname(path), "chain.pid")
+                os.execv(sys.executable, [sys.executable, "-S", "-c", _CHAIN, path, pid_file])
+        return correct_attention(q, k, v, mask, causal)
+
+
+class WrongOnCudaOnly:
+    """Wrong attention (every output off by one) that declares it runs on CUDA only."""
+
+    name = "wrong-on-cuda-only"
+    capabilities = Capabilities(devices=frozenset({"cuda"}))
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        out, weights = correct_attention(q, k, v, mask, causal)
+        return out + 1.0, weights
+
+
+class WrongInBfloat16Only:
+    """Wrong attention that declares bfloat16 as its only dtype (no property of the selection runs in it)."""
+
+    name = "wrong-in-bfloat16-only"
+    capabilities = Capabilities(dtypes=frozenset({"bfloat16"}))
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        out, weights = correct_attention(q, k, v, mask, causal)
+        return out + 1.0, weights
+
+
+class ChangesItsDeclaration:
+    """Wrong attention whose declaration answers differently on each read: the CPU on the first, CUDA only
+    after. Read once, at load, the first answer holds: its rows run on the CPU and fail."""
+
+    name = "changes-its-declaration"
+    reads = 0
+
+    @property
+    def capabilities(self):
+        ChangesItsDeclaration.reads += 1
+        return Capabilities(devices=frozenset({"cpu" if ChangesItsDeclaration.reads == 1 else "cuda"}))
+
+    def attention(self, q, k, v, mask=None, *, causal=False):
+        out, weights = correct_attention(q, k, v, mask, causal)
+        return out + 1.0, weights
+
+
+class ReplaysFromAFile(TiesByHashOrder):
+    """:class:`TiesByHashOrder`, which writes each answer to a file (in its working directory and in its
+    temporary directory) and answers from those files when they hold one: a second process that could read
+    what the first wrote would repeat its merges, whatever its own hash order."""
+
+    name = "replays-from-a-file"
+
+    def bpe_train(self, words, num_merges, *, end_of_word="</w>"):
+        import json
+        import tempfile
+
+        key = json.dumps([sorted(words.items()), num_merges, end_of_word])
+        places = [os.path.abspath("replayed-merges.json"), os.path.join(tempfile.gettempdir(), "replayed-merges.json")]
+        for place in places:
+            try:
+                with open(place) as f:
+                    stored = json.load(f)
+                if key in stored:
+                    return [tuple(pair) for pair in stored[key]]
+            except (OSError, ValueError):
+                continue
+        merges = super().bpe_train(words, num_merges, end_of_word=end_of_word)
+        for place in places:
+            try:
+                try:
+                    with open(place) as f:
+                        stored = json.load(f)
+                except (OSError, ValueError):
+                    stored = {}
+                stored[key] = merges
+                with open(place, "w") as f:
+                    json.dump(stored, f)
+            except OSError:
+                pass
+        return merges

@@ -99,7 +99,9 @@ def test_the_reproduce_command_of_a_thorough_failure_reproduces_it(thorough_run)
 def test_failed_reruns_exactly_the_failing_rows_with_the_reports_profile(thorough_run) -> None:
     cwd, report = thorough_run
     (failing,) = [r for r in report["rows"] if not r["as_expected"]]
-    done = cli("run", "--failed", "first.json", "--report", "rerun.json", cwd=cwd)
+    refused = cli("run", "--failed", "first.json", "--report", "rerun.json", cwd=cwd)  # a report names no file to run
+    assert refused.returncode == 2 and "--impl mutant.py" in refused.stderr, refused.stdout + refused.stderr
+    done = cli("run", "--failed", "first.json", "--impl", "mutant.py", "--report", "rerun.json", cwd=cwd)
     assert done.returncode == 1, done.stdout + done.stderr
     rerun = json.loads((cwd / "rerun.json").read_text(encoding="utf-8"))
     assert rerun["environment"]["profile"] == "thorough"

@@ -23,11 +23,14 @@ from typing import Any
 import jsonschema
 import pytest
 
+from specformer.runner import confine
 from specformer.runner.cli import main
 from specformer.report.model import REPORT_SCHEMA
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_impls.py"
 SLIDE = "attention.the_slides_weights_give_the_slides_output"
+#: Whether workers run confined here (runner.confine): signals to the harness's processes are refused.
+CONFINED = confine.supported()
 CLASSES = ["KillsItsForkServer", "StopsItsForkServer", "AnswersOutOfTurn", "LeavesAForger"]
 
 
@@ -82,9 +85,13 @@ def test_the_run_completes_with_its_own_valid_report(run: dict[str, Any]) -> Non
 def test_killing_its_fork_server_loses_only_its_own_row(run: dict[str, Any]) -> None:
     assert row(run, "reference")["outcome"] == "pass", row(run, "reference")["message"]
     killer = row(run, "kills-its-fork-server")
+    assert killer["outcome"] == "error", killer["message"]
+    if CONFINED:  # the signal is refused: the implementation's own call fails, and says why
+        assert "raised PermissionError" in killer["message"] and "the worker is confined" in killer["message"], \
+            killer["message"]
+        return
     # Which of the two it notices first depends on timing: its fork server gone, or its worker (killed with it)
     # silent on the next request. Either way the row is its own error, and the reference's row above passed.
-    assert killer["outcome"] == "error", killer["message"]
     assert killer["message"].startswith("kills-its-fork-server: "), killer["message"]
     assert ("fork server, is gone" in killer["message"] or "the worker stopped answering" in killer["message"]
             or "and so was the process that forked it" in killer["message"]), killer["message"]
@@ -92,7 +99,10 @@ def test_killing_its_fork_server_loses_only_its_own_row(run: dict[str, Any]) -> 
 
 def test_stopping_its_fork_server_does_not_stop_the_run(run: dict[str, Any]) -> None:
     stopper = row(run, "stops-its-fork-server")
-    assert stopper["outcome"] == "pass", stopper["message"]  # it answered right; stopping its server cost it nothing
+    if CONFINED:  # refused: its own call fails
+        assert stopper["outcome"] == "error" and "the worker is confined" in stopper["message"], stopper["message"]
+    else:  # it answered right; stopping its server cost it nothing
+        assert stopper["outcome"] == "pass", stopper["message"]
     # and the run ended on its own: the fixture's subprocess backstop (1,800 s) did not have to end it
 
 

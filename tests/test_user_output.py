@@ -328,7 +328,8 @@ def test_replay_writes_the_failing_call_out_and_is_offered_only_where_there_is_o
     subprocess.run([sys.executable, "-m", "specformer", "run", "--impl", str(path), "--topic", "bpe",
                     "--report", str(report)], cwd=tmp_path, capture_output=True, text=True, timeout=1800)
     done = subprocess.run([sys.executable, "-m", "specformer", "replay", str(report), "merge-order", "-o",
-                           str(tmp_path / "out")], cwd=tmp_path, capture_output=True, text=True, timeout=1800)
+                           str(tmp_path / "out"), "--impl", str(path)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=1800)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "result = impl.bpe_encode('" in done.stdout, done.stdout
     row = {"claim": "bpe.x", "property": "bpe.y", "implementation": "mine", "device": "cpu", "dtype": "float64",

@@ -87,14 +87,19 @@ def family_of_operation(name: str) -> str:
     raise KeyError(f"unknown operation {name!r}; known: {sorted(OPERATIONS)}")
 
 
-def provided_operations(impl: object) -> frozenset[str]:
+def provided_operations(impl: object, capabilities: Capabilities | None | object = ...) -> frozenset[str]:
     """The operations an implementation provides: callable attributes of that name, narrowed
     to ``capabilities.operations`` when it declares them. A method still marked as a
-    skeleton's (:func:`specformer.runner.skeleton.not_implemented`) is not provided."""
+    skeleton's (:func:`specformer.runner.skeleton.not_implemented`) is not provided.
+
+    ``capabilities``: the declaration as already read (the runner reads it once, at load: one that
+    answers differently on each read cannot show one face to one check and another to the next);
+    left out, the ``capabilities`` attribute is read here."""
     from specformer.runner.skeleton import is_skeleton
 
     found = frozenset(name for name, op in OPERATIONS.items()
                       if callable(method := getattr(impl, op.method, None)) and not is_skeleton(method))
-    capabilities = getattr(impl, "capabilities", None)
+    if capabilities is ...:
+        capabilities = getattr(impl, "capabilities", None)
     declared_ops = getattr(capabilities, "operations", None) if isinstance(capabilities, Capabilities) else None
     return found & declared_ops if declared_ops is not None else found

@@ -9,6 +9,9 @@
   an expected failure into ``known-deviation`` and a stale entry into ``fixed``.
 * :mod:`specformer.report.diff`: two reports compared row by row (``specformer diff``),
   written as text by :mod:`specformer.report.diff_text`.
+* :mod:`specformer.report.reading`: a report file read as data, bounded in size and
+  nesting, by every command that reads one (``diff``, ``replay``, ``merge``, ``site``,
+  ``run --failed``).
 
 The row outcomes themselves are defined where rows are run
 (:mod:`specformer.runner.row`). Nothing here runs a property or an implementation.

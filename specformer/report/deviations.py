@@ -141,15 +141,19 @@ def parse(text: str, source: str) -> list[Deviation]:
     return out
 
 
-def load_file(path: str | Path) -> list[Deviation]:
-    """The entries of the deviations file at ``path`` (:class:`DeviationError` if unusable)."""
+def read_file(path: str | Path) -> str:
+    """The text of the deviations file at ``path`` (:class:`DeviationError` if it cannot be read)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise DeviationError(f"deviations file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise DeviationError(f"deviations file {str(path)!r} is not UTF-8 text") from None
-    return parse(text, str(path))
+
+
+def load_file(path: str | Path) -> list[Deviation]:
+    """The entries of the deviations file at ``path`` (:class:`DeviationError` if unusable)."""
+    return parse(read_file(path), str(path))
 
 
 def load_files(paths: Iterable[str | Path]) -> list[Deviation]:

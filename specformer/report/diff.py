@@ -1,6 +1,7 @@
 """Two reports compared row by row: ``specformer diff A.json B.json``.
 
-It loads two reports (``.json`` or gzip-compressed ``.json.gz``), matches their rows by
+It loads two reports (``.json`` or gzip-compressed ``.json.gz``, bounded in size and nesting
+by :mod:`specformer.report.reading`), matches their rows by
 identity (property, implementation, device, dtype: the claim follows from the property)
 and shows the rows whose outcome differs, grouped by implementation and then claim, with
 both outcomes and the shortened messages of the rows that did not end as expected. Rows
@@ -23,7 +24,6 @@ reports is ``specformer merge``. Report text is printed with control characters 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import re
 import sys
@@ -31,8 +31,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-SCHEMA_NAME = "specformer-report"
-READABLE_VERSIONS = (1, 2)
+from specformer.report.reading import ReportFileError, read_report
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -41,29 +41,12 @@ class DiffError(ValueError):
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
-    """A report from a ``.json`` or gzip-compressed file (told apart by content), checked."""
-    path = Path(path)
+    """A report from a ``.json`` or gzip-compressed file (told apart by content), bounded and checked
+    (:func:`specformer.report.reading.read_report`)."""
     try:
-        data = path.read_bytes()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-        report = json.loads(data.decode("utf-8"))
-    except FileNotFoundError:
-        raise DiffError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise DiffError(f"{path}: is a folder, not a report") from None
-    except (OSError, EOFError) as exc:
-        raise DiffError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise DiffError(f"{path}: not a specformer report (not JSON: {exc})") from None
-    if not isinstance(report, dict) or report.get("schema") != SCHEMA_NAME:
-        raise DiffError(f'{path}: not a specformer report (no "schema": "{SCHEMA_NAME}")')
-    version = report.get("schema_version")
-    if isinstance(version, bool) or version not in READABLE_VERSIONS or not isinstance(report.get("rows"), list) \
-            or not all(isinstance(r, dict) for r in report["rows"]):
-        raise DiffError(f"{path}: not a specformer report this version reads (schema_version "
-                        f"{clean(report.get('schema_version'))}; needs one of {READABLE_VERSIONS} and a list of rows)")
-    return report
+        return read_report(path)
+    except ReportFileError as exc:
+        raise DiffError(str(exc)) from None
 
 
 def clean(value: Any, limit: int = 0) -> str:

@@ -29,13 +29,15 @@ import torch
 
 import specformer
 from specformer.runner import devices
-from specformer.runner.row import OUTCOMES, RowResult
+from specformer.runner.row import OUTCOMES, RowResult, unchecked_implementations
 
 SCHEMA_NAME = "specformer-report"
 SCHEMA_VERSION = 2
 #: Run states: ``running`` while rows are still coming, ``complete`` when every collected
 #: row ran, ``interrupted`` when the run ended early.
-STATES = ("running", "complete", "interrupted")
+#: A report's states: ``stale`` marks an earlier run's report that a later, refused run (a usage error) found
+#: at its ``--report`` path; its ``summary.stale`` says which.
+STATES = ("running", "complete", "interrupted", "stale")
 
 _ROW_FIELDS = {
     "claim": {"type": "string"},
@@ -92,10 +94,14 @@ REPORT_SCHEMA: dict[str, Any] = {
                     "status": {"enum": ["loaded", "load-error"]},
                     "operations": {"type": "array", "items": {"type": "string"}},
                     "omitted_families": {"type": "array", "items": {"type": "string"}},
+                    # optional (added within version 2): named on the command line (--impl), not a default
+                    "asked": {"type": "boolean"},
                     # optional (added within version 2): the distribution a built-in implementation wraps
                     "library": {"type": ["object", "null"], "required": ["name", "version"],
                                 "properties": {"name": {"type": "string"},
                                                "version": {"type": ["string", "null"]}}},
+                    # optional (added within version 2): the SHA-256 of an implementation named by its file
+                    "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
                 },
             },
         },
@@ -149,12 +155,33 @@ def implementation_entry(name: str, spec: str, operations: list[str] | None = No
     (:meth:`specformer.protocol.Capabilities.to_plain`), or None when it declares none.
     ``library`` is the distribution a built-in implementation wraps and its installed
     version (:func:`specformer.adapters.library`; None for others, and with ``find_library=False``).
+    ``sha256``, only for an implementation named by its file, is the digest of that file as
+    the run found it (:func:`file_digest`; not looked up with ``find_library=False``):
+    ``specformer merge`` refuses shards whose files differ.
     """
     from specformer.adapters import library
 
+    digest = file_digest(spec) if find_library else None
     return {"name": name, "spec": spec, "operations": sorted(operations or []), "status": status,
             "message": message, "omitted_families": sorted(omitted_families or []), "capabilities": capabilities,
-            "library": library(spec) if find_library else None}
+            "library": library(spec) if find_library else None, **({"sha256": digest} if digest else {})}
+
+
+def file_digest(spec: str) -> str | None:
+    """The SHA-256 (hex) of the file an ``--impl`` value names, read and never imported; ``None`` for a
+    built-in name, a module, or a file that cannot be read. The file alone: not what it imports."""
+    import hashlib
+
+    from specformer.adapters import BUILTIN
+    from specformer.runner.loading import file_target
+
+    path = None if spec in BUILTIN else file_target(spec)
+    if path is None or not path.is_file():
+        return None
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def naming_problem(implementations: list[dict[str, Any]]) -> str | None:
@@ -196,7 +223,8 @@ def build_report(rows: Iterable[RowResult | dict[str, Any]], implementations: li
                  state: str | None = None, environment_extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The whole report as a JSON-ready dict.
 
-    ``ok`` needs a complete run, every row as expected and every implementation loaded.
+    ``ok`` needs a complete run, every row as expected, every implementation loaded, and a row
+    checked of every implementation named with ``--impl`` (``summary.unchecked`` lists those without).
     ``environment_extra`` adds to (or replaces fields of) the environment header: the
     run's ``seed`` and ``shard``, or a merged report's whole header.
     """
@@ -205,6 +233,8 @@ def build_report(rows: Iterable[RowResult | dict[str, Any]], implementations: li
     state = state or ("complete" if complete else "interrupted")
     complete = complete and state == "complete"
     loaded = all(i.get("status", "loaded") == "loaded" for i in implementations)
+    sharded = bool((environment_extra or {}).get("shard"))  # a shard holds part of the rows: its merge decides
+    unchecked = unchecked_implementations(rows, implementations) if complete and not sharded else []
     return {
         "schema": SCHEMA_NAME,
         "schema_version": SCHEMA_VERSION,
@@ -215,13 +245,20 @@ def build_report(rows: Iterable[RowResult | dict[str, Any]], implementations: li
         "summary": {
             "rows": len(rows),
             "by_outcome": {o: counts[o] for o in OUTCOMES if counts[o]},
-            "ok": complete and loaded and all(r["as_expected"] for r in rows),
+            "ok": complete and loaded and not unchecked and all(r["as_expected"] for r in rows),
             "complete": complete,
+            # implementations named with --impl that had no row checked (every row not applicable or skipped)
+            "unchecked": unchecked,
             "state": state,
             "duration_s": round(duration_s, 3),
         },
         "rows": rows,
     }
+
+
+def report_text(report: dict[str, Any]) -> bytes:
+    """The bytes :func:`write_report` writes for ``report``."""
+    return (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
 
 
 def write_report(report: dict[str, Any], path: Path) -> None:
@@ -231,13 +268,14 @@ def write_report(report: dict[str, Any], path: Path) -> None:
     comes back) has no UTF-8 encoding: it is written as its JSON escape (``\\ud800``), which
     reads back as the same string.
     """
+    text = report_text(report)
     path.parent.mkdir(parents=True, exist_ok=True)
     # a fresh name created exclusively: nothing prepared at a predictable name (a link) is written through
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(name)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
-            f.write(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+        with os.fdopen(fd, "wb") as f:
+            f.write(text)
         os.replace(tmp, path)
     finally:
         if tmp.exists():

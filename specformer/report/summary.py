@@ -323,6 +323,20 @@ def row_label(row: Mapping[str, Any]) -> str:
     return f"{row.get('implementation')}/{row.get('device')}/{row.get('dtype')}"
 
 
+def _reproduced_impl(command: str) -> str | None:
+    """The ``--impl`` of a row's reproduction command when it is not a shipped name (a user's file or module)."""
+    import shlex
+
+    from specformer.adapters import BUILTIN
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    specs = [words[i + 1] for i, word in enumerate(words[:-1]) if word == "--impl"]
+    return specs[0] if len(specs) == 1 and specs[0] not in BUILTIN else None
+
+
 def failure_block(row: Mapping[str, Any], also: Sequence[Mapping[str, Any]] = (),
                   report: str | None = None) -> list[str]:
     """The lines that show one row that did not end as expected (see the module doc).
@@ -357,7 +371,9 @@ def failure_block(row: Mapping[str, Any], also: Sequence[Mapping[str, Any]] = ()
         import shlex
 
         label = f"{row.get('property')}[{row.get('implementation')}/{row.get('device')}/{row.get('dtype')}]"
-        lines.append(f"  its inputs, for your REPL: specformer replay {shlex.quote(report)} {shlex.quote(label)}")
+        impl = _reproduced_impl(str(row.get("reproduce") or ""))  # replay imports only what the command line names
+        lines.append(f"  its inputs, for your REPL: specformer replay {shlex.quote(report)} {shlex.quote(label)}"
+                     + (f" --impl {shlex.quote(impl)}" if impl else ""))
     return lines
 
 
@@ -555,17 +571,36 @@ def _failure_lines(bad_rows: Sequence[Mapping[str, Any]], report: str | None) ->
     return out
 
 
+def unchecked_lines(unchecked: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str, bool]]]:
+    """One line per implementation named with ``--impl`` that had no row checked, with the most common
+    reason its rows give (a declaration that excludes this machine's devices or dtypes, most often)."""
+    out: list[tuple[str, dict[str, bool]]] = []
+    for name in unchecked:
+        own = [r for r in rows if r.get("implementation") == name]
+        if not own:
+            out.append((f"FAIL  {name}: no row was checked: the selection has no row for its operations", {"red": True}))
+            continue
+        reasons = Counter(str(r.get("message") or r.get("outcome")).split("\n")[0][:200] for r in own)
+        reason, count = reasons.most_common(1)[0]
+        out.append((f"FAIL  {name}: no row was checked: all {len(own)} of its rows were not applicable or skipped "
+                    f"({count} say: {reason})", {"red": True}))
+    return out
+
+
 def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str, Any]], done: bool,
                   expected_rows: int | None, families: Iterable[str] | None = None,
                   math_left_out: int = 0, family_operations: Mapping[str, Sequence[str]] | None = None,
-                  report: str | None = None, failures_first: bool = False) -> list[tuple[str, dict[str, bool]]]:
+                  report: str | None = None, failures_first: bool = False,
+                  sharded: bool = False) -> list[tuple[str, dict[str, bool]]]:
     """The summary of a run as ``(line, markup)`` pairs (markup: pytest's ``red``, ``green``, ``bold``...).
 
     ``families``: the families the selection touched (lines about the others are left out);
     ``math_left_out``: selected properties that call no implementation and were not run;
     ``failures_first``: the failure blocks before the claim lines (a user's ``--impl`` run, where
     the first screen should show what broke). Claims whose every row is not applicable are
-    counted on one line, not listed.
+    counted on one line, not listed. An implementation named with ``--impl`` that had no row
+    checked fails the run, on a line that says why (``sharded``: a shard holds part of the rows, and
+    its merge decides).
     """
     families = None if families is None else sorted(families)
     out: list[tuple[str, dict[str, bool]]] = []
@@ -604,10 +639,15 @@ def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str
     if fixed:
         out += [("", {}), (f"{len(fixed)} listed deviations no longer deviate; remove their entries from the "
                            "deviations file:", {"yellow": True}), *((line, {}) for line in fixed)]
-    ok = done and not bad_rows and all(i["status"] == "loaded" for i in impls)
+    from specformer.runner.row import unchecked_implementations
+
+    unchecked = unchecked_implementations(rows, impls) if done and not sharded else []
+    out += unchecked_lines(unchecked, rows)
+    ok = done and not bad_rows and not unchecked and all(i["status"] == "loaded" for i in impls)
     unloaded = [i["spec"] for i in impls if i["status"] != "loaded"]
     verdict = ("every claim ended as expected" if ok else
                f"{', '.join(unloaded)} could not be loaded (see above)" if done and unloaded and not rows else
+               f"NOTHING OF {', '.join(unchecked)} WAS CHECKED" if done and unchecked and not bad_rows else
                "SOME CLAIMS DID NOT END AS EXPECTED" if done else
                f"THE RUN DID NOT COMPLETE ({len(rows)} of {expected_rows or '?'} rows ran)")
     out += [("", {}), (LEGEND, {}),

@@ -31,8 +31,9 @@ One row is one property × implementation × device × dtype. It travels like th
         │  over a socket pair                                   out-of-turn worker is
         ▼                                                       killed: WorkerLost
     the implementation's worker                  worker.py    forked by the implementation's
-        │  (forkserver.py: one fork server per                own fork server; memory
-        │   implementation, torch imported once)              limit, input copies, in-place
+        │  (forkserver.py: one fork server per                own fork server; confined
+        │   implementation, torch imported once)              (confine.py); memory
+        │                                                     limit, input copies, in-place
         │                                                     modification check, stdout
         │  impl.<operation>(...)   ← the only place           and stderr captured
         │                            user code runs
@@ -55,7 +56,8 @@ Besides ``run``: ``replay.py`` (a failing row's inputs, loadable in a REPL),
 ``skeleton.py`` (``specformer new FAMILY``), ``sharding.py`` (``specformer merge``),
 ``loading.py`` (``--impl`` to an object), ``devices.py`` (which devices exist here),
 ``budget.py`` (a row's CPU limit and wall-clock backstop), ``arrays.py`` (NumPy, JAX, CuPy
-and MLX arrays in and out of an implementation that declares them).
+and MLX arrays in and out of an implementation that declares them), ``confine.py`` (the
+worker's seccomp filter: no signal to the harness's processes, no leaving its process group).
 
 Nothing in this package computes an expected value or knows a family's mathematics;
 the properties and :mod:`specformer.checked` do. Modules are imported where used, so

@@ -32,9 +32,11 @@
 Exit codes of ``specformer run`` (:data:`EXIT_CODES`):
 
 * 0: the run completed and every claim ended as expected;
-* 1: the run completed and some claim did not (or an implementation failed to load);
+* 1: the run completed and some claim did not (or an implementation failed to load, or one
+  named with ``--impl`` had no row checked);
 * 2: usage error (bad option, missing implementation file, a selection that matches
-  nothing, a malformed deviations file, ``--failed`` given something not a report);
+  nothing, a malformed deviations file, ``--failed`` given something not a report): no
+  report is written, and an earlier one at ``--report`` is marked ``stale`` (``ok: false``);
 * 3: the run did not complete (interrupted, or the harness itself failed);
 * 4: nothing was selected (no row to run).
 """
@@ -220,24 +222,29 @@ def _shard_problem(args: argparse.Namespace) -> str | None:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    """``specformer merge A.json B.json ... -o OUT``: shard reports (or device legs) as one report."""
-    from specformer.runner import sharding
-    from specformer.report.model import build_report, write_report
+    """``specformer merge A.json B.json ... -o OUT``: shard reports (or device legs) as one report.
 
+    The reports are read bounded (:mod:`specformer.report.reading`); ``-o`` may not be one of them.
+    """
+    from specformer.report.reading import ReportFileError, read_report
+    from specformer.runner import sharding
+
+    problem = _output_is_input(args.output, args.reports) or _path_problem("-o", args.output)
+    if problem:
+        return _usage(problem)
     reports = []
     for path in args.reports:
         try:
-            reports.append((path, json.loads(Path(path).read_text(encoding="utf-8"))))
-        except (OSError, ValueError) as exc:
-            return _usage(f"{path}: cannot read a report: {exc}")
-    problem = _path_problem("-o", args.output)
-    if problem:
-        return _usage(problem)
+            reports.append((path, read_report(path)))
+        except ReportFileError as exc:
+            return _usage(f"cannot merge: {exc}")
     try:
         rows, implementations, environment = sharding.merge(reports)
     except sharding.MergeError as exc:
         return _usage(f"cannot merge: {exc}")
-    duration = sum(float((r.get("summary") or {}).get("duration_s", 0.0)) for _, r in reports)
+    from specformer.report.model import build_report, write_report
+
+    duration = sum(_seconds((r.get("summary") or {}).get("duration_s")) for _, r in reports)
     command = shlex.join(["specformer", "merge", *args.reports, "-o", args.output])
     merged = build_report(rows, implementations, str(environment.get("profile")), duration, complete=True,
                           command=command, environment_extra={**environment, "command": command})
@@ -247,6 +254,24 @@ def _merge(args: argparse.Namespace) -> int:
           f"{'every claim ended as expected' if summary['ok'] else 'SOME CLAIMS DID NOT END AS EXPECTED'} "
           f"-> {args.output}")
     return EXIT_CODES["ok"] if summary["ok"] else EXIT_CODES["not as expected"]
+
+
+def _output_is_input(output: str, inputs: Sequence[str]) -> str | None:
+    """``merge -o`` naming one of the reports it merges (the same path, or a link to it): it would be replaced."""
+    target = Path(output)
+    for path in inputs:
+        try:
+            same = target.resolve() == Path(path).resolve() or (target.exists() and target.samefile(path))
+        except (OSError, RuntimeError):  # a path that cannot be resolved is no input's
+            same = False
+        if same:
+            return f"-o {output!r} is the report {path!r} being merged; write the merged report elsewhere"
+    return None
+
+
+def _seconds(value: Any) -> float:
+    """A report's ``duration_s``; 0 for anything that is not a number."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
 def _path_problem(option: str, value: str) -> str | None:
@@ -313,16 +338,20 @@ def _selection_problem(args: argparse.Namespace) -> str | None:
 def _failed_selection(args: argparse.Namespace, rows_file: Path) -> str | None:
     """For ``--failed REPORT``: write the rows to rerun and set impls, devices and profile from it.
 
-    Returns a message to print when there is nothing to rerun, else ``None``.
+    Returns a message to print when there is nothing to rerun, else ``None``. The rows run on
+    the built-in implementations the report names and on those ``--impl`` gives, never on a
+    file or module because the report names it (:func:`selection.confirmed_rows`).
     """
     report = selection.read_report(args.failed)
     rows = selection.failed_rows(report, args.failed)
     if not rows:
         return f"{args.failed}: every row ended as expected; nothing to rerun"
+    rows = selection.confirmed_rows(rows, args.impl, args.failed)
     rows_file.write_text(json.dumps(rows), encoding="utf-8")
     args.impl = args.impl or sorted({r["spec"] for r in rows if r["spec"] != "math"}) or ["reference"]
     used = {r["device"] for r in rows}
-    args.device = "all" if len(used) > 1 else used.pop()
+    if used:  # none: no failing row ran on the given --impl, and the run selects nothing
+        args.device = "all" if len(used) > 1 else used.pop()
     args.profile = args.profile or (report.get("environment") or {}).get("profile")
     if args.profile not in PROFILE_NAMES:
         args.profile = "ci"
@@ -354,6 +383,45 @@ def _usage(problem: str) -> int:
     return EXIT_CODES["usage"]
 
 
+#: The largest earlier report a refused run reads to mark it stale (a larger file is left as it is).
+STALE_READ_LIMIT = 256 * 2**20
+
+
+def _refused(args: argparse.Namespace, problem: str) -> int:
+    """A usage error of ``run``: print it, and mark an earlier report at ``--report`` stale, so that
+    nothing reading that file (a CI step) takes an earlier verdict for this run's."""
+    code = _usage(problem)
+    _mark_stale(getattr(args, "report", None), problem)
+    return code
+
+
+def _mark_stale(path: str | None, problem: str) -> None:
+    """Set ``state: stale`` and ``ok: false`` in the specformer report at ``path``, saying why; a file that
+    is not one (or is missing, or too large) is left alone."""
+    from specformer.report.model import SCHEMA_NAME, write_report
+
+    if not path:
+        return
+    report_path = Path(path)
+    try:
+        if not report_path.is_file() or report_path.stat().st_size > STALE_READ_LIMIT:
+            return
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return
+    summary = report.get("summary") if isinstance(report, dict) and report.get("schema") == SCHEMA_NAME else None
+    if not isinstance(summary, dict):
+        return
+    reason = problem.strip().splitlines()[0][:300] if problem.strip() else "a usage error"
+    summary.update(state="stale", ok=False, stale=f"a later `specformer run` with this --report was refused ({reason}); "
+                                                  "this report is an earlier run's")
+    try:
+        write_report(report, report_path)
+    except OSError:
+        return
+    print(f"specformer: {path} is marked stale: it is an earlier run's report, not this one's", file=sys.stderr)
+
+
 def _math_rows(args: argparse.Namespace) -> bool:
     """Whether the run includes rows that call no implementation (see ``--with-math``)."""
     return bool(args.with_math or not getattr(args, "impl_given", args.impl) or args.failed)
@@ -363,14 +431,14 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
     args.impl_given = bool(args.impl)
     problem = _usage_problem(args)
     if problem:
-        return _usage(problem)
+        return _refused(args, problem)
     with tempfile.TemporaryDirectory(prefix="specformer-") as scratch:
         rows_file = Path(scratch) / "rows.json"
         if args.failed:
             try:
                 nothing = _failed_selection(args, rows_file)
             except selection.SelectionError as exc:
-                return _usage(str(exc))
+                return _refused(args, str(exc))
             if nothing:
                 print(nothing)
                 return EXIT_CODES["ok"]
@@ -387,11 +455,13 @@ def _run_pytest(args: argparse.Namespace, extra: list[str], rows_file: Path | No
 
 
 def _run_pytest_owned(args: argparse.Namespace, extra: list[str], rows_file: Path | None) -> int:
-    from specformer.runner import forkserver
+    from specformer.runner import confine, forkserver
 
     # what a worker leaves behind comes back here, to be ended with the run (not what was here before)
     before = frozenset(forkserver.descendants())
     forkserver.become_subreaper()
+    # the workers protect this process and every process under it from the implementations (runner.confine)
+    os.environ[confine.CONTROLLER_VARIABLE] = str(os.getpid())
     # torch's import in the fork server overlaps pytest's start here; with several jobs this
     # process only loads implementations, and each job's process has a warmed server of its own
     forkserver.shared(warm=args.jobs == 1).launch()
@@ -399,7 +469,7 @@ def _run_pytest_owned(args: argparse.Namespace, extra: list[str], rows_file: Pat
     problem = _selection_problem(args)
     if problem:
         forkserver.shutdown_shared()
-        return _usage(problem)
+        return _refused(args, problem)
     _cap_jobs(args, rows_file)
 
     import pytest
@@ -437,6 +507,8 @@ def _run_pytest_owned(args: argparse.Namespace, extra: list[str], rows_file: Pat
             pytest_args += [flag, value]
     if args.strict_deviations:
         pytest_args.append("--strict-deviations")
+    if not args.impl_given:
+        pytest_args.append("--default-impls")
     if args.shard:
         pytest_args += ["--shard", args.shard]
     if _math_rows(args):
@@ -458,7 +530,10 @@ def _run_pytest_owned(args: argparse.Namespace, extra: list[str], rows_file: Pat
             from specformer.report.junit import write_junit
 
             write_junit(report, Path(args.junit))
-    return exit_code(report, status)
+    code = exit_code(report, status)
+    if code == EXIT_CODES["usage"] and report is None:  # refused by the plugin before its report started
+        _mark_stale(args.report, "a usage error; see above")
+    return code
 
 
 def _final_report(report_path: Path, before: frozenset[int] = frozenset()) -> dict[str, Any] | None:
@@ -482,6 +557,7 @@ def _final_report(report_path: Path, before: frozenset[int] = frozenset()) -> di
     report = reports.pop(key)
     if report is not None:
         write_report(report, report_path)
+        _verify_report(report, report_path, before)
         return report
     try:
         on_disk = json.loads(report_path.read_text(encoding="utf-8"))
@@ -492,6 +568,23 @@ def _final_report(report_path: Path, before: frozenset[int] = frozenset()) -> di
         summary.update(state="interrupted", ok=False, complete=False)
         write_report(on_disk, report_path)
     return None
+
+
+def _verify_report(report: dict[str, Any], report_path: Path, before: frozenset[int]) -> None:
+    """Make sure the file holds the run's report after its last write: end whatever process is left
+    once more, read the file back, and write it again (saying so) if anything changed it."""
+    from specformer.runner import forkserver
+    from specformer.report.model import report_text, write_report
+
+    forkserver.end_descendants(timeout_s=10.0, exclude=before)
+    try:
+        intact = report_path.read_bytes() == report_text(report)
+    except OSError:
+        intact = False
+    if not intact:
+        print(f"specformer: warning: {report_path} was changed or removed by another process after the run "
+              "wrote it; the run's report is written again", file=sys.stderr)
+        write_report(report, report_path)
 
 
 def _plain(text: str) -> str:
@@ -559,7 +652,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="rows run in N processes at once (pytest-xdist; default: 1)")
     run.add_argument("--memory-limit", type=int, default=4096, metavar="MIB",
                      help="memory limit of each implementation's worker, in MiB of memory it really uses "
-                          "(resident; reserved address space does not count); 0 for none (default: 4096)")
+                          "with every process it starts (resident anonymous and shared memory, shared pages "
+                          "divided among their processes, and shared-memory files it writes in /dev/shm; "
+                          "reserved address space and library files do not count); 0 for none (default: 4096)")
     run.add_argument("--with-math", action="store_true",
                      help="with --impl: also run the rows that call no implementation (they run once, in the "
                           "suite's own run without --impl)")
@@ -595,6 +690,9 @@ def _add_replay_parser(sub: Any) -> None:
     replay.add_argument("row", metavar="ROW", help="the failing row: its number among the report's failing rows "
                                                    "(from 1), or text of 'claim property[impl/device/dtype]'")
     replay.add_argument("-o", "--output", default="replay", metavar="DIR", help="where to save (default: replay)")
+    replay.add_argument("--impl", metavar="SPEC",
+                        help="the implementation to replay the row on (default: the built-in one the report names; "
+                             "a file or module the report names is never imported without this)")
     replay.add_argument("--row-timeout", type=float, default=120.0, metavar="SECONDS")
 
 

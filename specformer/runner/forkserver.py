@@ -228,9 +228,9 @@ def become_subreaper(on: bool = True) -> bool:
         return False
 
 
-def _processes() -> dict[int, tuple[int, str]]:
-    """Every visible process: pid -> (parent pid, state letter), from ``/proc``."""
-    out: dict[int, tuple[int, str]] = {}
+def process_table() -> dict[int, tuple[int, str, int]]:
+    """Every visible process: pid -> (parent pid, state letter, process group), from ``/proc``."""
+    out: dict[int, tuple[int, str, int]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -240,7 +240,7 @@ def _processes() -> dict[int, tuple[int, str]]:
             try:
                 with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
-                out[int(entry)] = (int(fields[1]), fields[0])
+                out[int(entry)] = (int(fields[1]), fields[0], int(fields[2]))
             except (OSError, IndexError, ValueError):
                 continue
     return out
@@ -249,9 +249,9 @@ def _processes() -> dict[int, tuple[int, str]]:
 def descendants(root: int | None = None, exclude: frozenset[int] = frozenset()) -> list[int]:
     """The live (not zombie) processes descended from ``root`` (default: this process),
     leaving out the processes ``exclude`` names and everything below them."""
-    table = _processes()
+    table = process_table()
     children: dict[int, list[int]] = {}
-    for pid, (parent, _) in table.items():
+    for pid, (parent, _, _) in table.items():
         children.setdefault(parent, []).append(pid)
     found, frontier = [], [os.getpid() if root is None else root]
     while frontier:
@@ -260,7 +260,15 @@ def descendants(root: int | None = None, exclude: frozenset[int] = frozenset()) 
                 continue
             found.append(child)
             frontier.append(child)
-    return [pid for pid in found if table.get(pid, (0, "Z"))[1] not in ("Z", "X")]
+    return [pid for pid in found if table.get(pid, (0, "Z", 0))[1] not in ("Z", "X")]
+
+
+def _group(pid: int) -> int | None:
+    """The process group of ``pid``; ``None`` once it is gone."""
+    try:
+        return os.getpgid(pid)
+    except (ProcessLookupError, PermissionError):
+        return None
 
 
 def end_descendants(timeout_s: float = 60.0, exclude: frozenset[int] = frozenset()) -> list[int]:
@@ -275,8 +283,18 @@ def end_descendants(timeout_s: float = 60.0, exclude: frozenset[int] = frozenset
 
     killed: list[int] = []
     deadline = time.monotonic() + timeout_s
+    own_group = os.getpgid(0)
+    spared = {own_group, *(_group(pid) for pid in exclude)}
     while time.monotonic() < deadline:
         alive = descendants(exclude=exclude)
+        # a whole process group first, in one call: a confined worker's processes cannot leave its group
+        # (runner.confine), so a chain of short-lived forks, each gone before its pid is read, dies with it
+        for group in {_group(pid) for pid in alive} - spared:
+            if group is not None and group > 1:
+                try:
+                    os.killpg(group, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
         for pid in alive:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -291,7 +309,19 @@ def end_descendants(timeout_s: float = 60.0, exclude: frozenset[int] = frozenset
         if not alive:
             break
         time.sleep(0.05)
+    _reap_orphans(exclude)
     return sorted(set(killed))
+
+
+def _reap_orphans(exclude: frozenset[int]) -> None:
+    """Reap this process's exited children that it never started (orphans re-parented to this subreaper:
+    the links of a chain of forks that exited on their own), so that none is left a zombie."""
+    for pid, (parent, state, _) in process_table().items():
+        if parent == os.getpid() and state in ("Z", "X") and pid not in exclude:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
 
 
 # -- the checker's handle ------------------------------------------------------------------

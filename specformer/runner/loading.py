@@ -36,13 +36,15 @@ class LoadedImplementation:
     name: str
     spec: str
     obj: Any
+    #: its capability declaration, read once when it was loaded (``None``: it declares none)
+    capabilities: Any = None
 
     @property
     def operations(self) -> list[str]:
         """The protocol operations it provides."""
         from specformer.protocol import provided_operations
 
-        return sorted(provided_operations(self.obj))
+        return sorted(provided_operations(self.obj, self.capabilities))
 
 
 def _split(spec: str) -> tuple[str, str]:
@@ -132,12 +134,12 @@ def load_implementation(spec: str) -> LoadedImplementation:
                 f"--impl {spec!r}: instantiating {obj.__name__} failed: {type(exc).__name__}: {exc}"
             ) from exc
     try:
-        declared_capabilities(obj)
+        capabilities = declared_capabilities(obj)  # read once: what it declares now is what it is held to
     except Exception as exc:  # noqa: BLE001 - a declaration that is malformed or whose property raises
         raise ImplementationLoadError(f"--impl {spec!r}: its capability declaration is malformed: "
                                       f"{exc if isinstance(exc, CapabilityError) else f'{type(exc).__name__}: {exc}'}"
                                       ) from exc
-    if not provided_operations(obj):
+    if not provided_operations(obj, capabilities):
         from specformer.runner.skeleton import is_skeleton
 
         unwritten = sorted(op for op in OPERATIONS if is_skeleton(getattr(obj, op, None)))
@@ -150,4 +152,4 @@ def load_implementation(spec: str) -> LoadedImplementation:
             + _existing(obj, None, "its methods are", OPERATIONS)
         )
     name = getattr(obj, "name", None) or spec
-    return LoadedImplementation(str(name), spec, obj)
+    return LoadedImplementation(str(name), spec, obj, capabilities)

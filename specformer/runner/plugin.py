@@ -46,7 +46,7 @@ import torch
 import specformer.properties
 from specformer.report import deviations
 from specformer.report.schedule import efficiency_line
-from specformer.runner import devices, environment, forkserver, interrupt, sharding
+from specformer.runner import confine, devices, environment, forkserver, interrupt, sharding
 from specformer.adapters import DEFAULT_IMPLEMENTATIONS
 from specformer.context import WorkerBackend
 from specformer.runner.budget import BACKSTOP_FACTOR
@@ -65,6 +65,7 @@ PROPERTIES_DIR = Path(specformer.properties.__file__).parent.resolve()
 _STATE = pytest.StashKey["SuiteState"]()
 _ROW_KEY = "specformer_row"
 _IMPLS_KEY = "specformer_implementations"
+_DEVIATIONS_KEY = "specformer_deviation_texts"
 
 
 class SuiteState:
@@ -80,6 +81,8 @@ class SuiteState:
         self._impls: list[dict[str, Any]] | None = None
         self._threads: int | None = None
         self._deviations: tuple[list[deviations.Deviation], list[deviations.Deviation]] | None = None
+        #: the ``--deviations`` files as read, once, before any implementation loaded: (path, text)
+        self.deviation_texts: list[tuple[str, str]] = []
         self._selectors: list[dict[str, Any]] | None | bool = False
         #: the thread variables as they were before the run pinned them (restored at the end)
         self.environment: dict[str, str | None] | None = None
@@ -102,8 +105,14 @@ class SuiteState:
         """The deviation entries that apply to the implementation named by ``spec``."""
         if self._deviations is None:
             try:
-                self._deviations = (deviations.load_files(self.option("specformer_deviations") or []),
-                                    deviations.builtin())
+                if self.is_xdist_worker:  # the controller's reading: an implementation may have changed the files
+                    texts = json.loads(self.config.workerinput.get(_DEVIATIONS_KEY, "[]"))  # type: ignore[attr-defined]
+                    self.deviation_texts = [(str(path), str(text)) for path, text in texts]
+                else:
+                    self.deviation_texts = [(str(path), deviations.read_file(path))
+                                            for path in self.option("specformer_deviations") or []]
+                user = [entry for path, text in self.deviation_texts for entry in deviations.parse(text, path)]
+                self._deviations = (user, deviations.builtin())
             except deviations.DeviationError as exc:
                 raise pytest.UsageError(str(exc)) from None
         return deviations.entries_for(spec, *self._deviations)
@@ -191,8 +200,9 @@ class SuiteState:
         """Unique, unreserved names, and deviations that name one implementation each (usage errors)."""
         problem = naming_problem(self._impls or [])
         if problem is None:
-            user = self.option("specformer_deviations") or []
-            problem = deviations.implementation_problem(deviations.load_files(user), self._impls or [])
+            self.deviations_for("")  # read before any implementation loaded (pytest_configure), never again
+            problem = deviations.implementation_problem(self._deviations[0] if self._deviations else [],
+                                                        self._impls or [])
         if problem:
             self.close()
             raise pytest.UsageError(problem)
@@ -213,8 +223,11 @@ class SuiteState:
                                         message=f"its capability declaration is malformed: {exc}")
         omitted = [name for name, family in FAMILIES.items()
                    if not {op.method for op in family.operations} & set(operations)]
-        return implementation_entry(str(answer.get("name") or spec), spec, operations, omitted_families=omitted,
-                                    capabilities=capabilities)
+        entry = implementation_entry(str(answer.get("name") or spec), spec, operations, omitted_families=omitted,
+                                     capabilities=capabilities)
+        # a default is not asked for by name (specformer run passes its default set with --default-impls)
+        entry["asked"] = spec in (self.option("specformer_impl") or []) and not self.option("specformer_default_impls")
+        return entry
 
     def selected(self, prop: Property) -> bool:
         """Whether ``--claims``, ``--property``, ``--topic`` and ``--rows`` select ``prop``."""
@@ -265,6 +278,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--impl", dest="specformer_impl", action="append", metavar="SPEC",
                     help="implementation to check: reference, torch-sdpa, torch-mha, module:attr or file.py[:attr] "
                          "(repeatable; default: the three shipped ones)")
+    group.addoption("--default-impls", dest="specformer_default_impls", action="store_true",
+                    help="the --impl list is the default set, not implementations the user named (set by `specformer "
+                         "run`; a named implementation with no row checked fails the run)")
     group.addoption("--claims", dest="specformer_claims", action="append", metavar="GLOB",
                     help="only claims whose id matches GLOB (repeatable or comma-separated)")
     group.addoption("--property", dest="specformer_property", action="append", metavar="NAME",
@@ -325,9 +341,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # every thread pool of the fork server and its workers pinned before the server starts (the
     # command has set these already; a plain ``pytest --pyargs specformer.properties`` has not)
     state.environment = environment.apply(environment.thread_variables(config.getoption("specformer_threads")))
+    if not state.is_xdist_worker:  # the processes every worker may not signal: under this one (runner.confine)
+        os.environ.setdefault(confine.CONTROLLER_VARIABLE, str(os.getpid()))
     if state.is_xdist_worker:
         forkserver.shared().launch()  # its imports overlap this process's collection
-    state.deviations_for("")  # a malformed deviations file is a usage error before anything runs
+    # read once, here, before any implementation loads (one could rewrite the files at import): a
+    # malformed file is a usage error before anything runs
+    state.deviations_for("")
     path = config.getoption("specformer_report")
     if path and not state.is_xdist_worker:
         impls = list(state.implementations)
@@ -356,6 +376,7 @@ def pytest_configure_node(node: Any) -> None:
     """xdist: hand the implementations the controller loaded to each worker."""
     state: SuiteState = node.config.stash[_STATE]
     node.workerinput[_IMPLS_KEY] = json.dumps(state.implementations if state.active else [])
+    node.workerinput[_DEVIATIONS_KEY] = json.dumps(state.deviation_texts if state.active else [])
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -705,7 +726,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                                       family_operations={name: [op.method for op in family.operations]
                                                          for name, family in FAMILIES.items()},
                                       report=state.option("specformer_report"),
-                                      failures_first=bool(state.option("specformer_impl"))):
+                                      failures_first=bool(state.option("specformer_impl")),
+                                      sharded=bool(state.option("specformer_shard"))):
         tr.write_line(line, **markup)
     if state.option("specformer_strict_deviations"):  # the failures the entries hid, shown
         for line in deviations.hidden_lines(state.rows):

@@ -9,12 +9,16 @@ example, and writes them with ``torch.save``. It prints a few lines of Python th
 the file and call the implementation with those inputs.
 
 The implementation runs in a worker, as in ``specformer run``; the saved inputs are the
-checker's copies, exactly what was sent. This module re-runs one row; it changes no report.
+checker's copies, exactly what was sent. It is the one ``--impl`` names, or the built-in
+one the report names: a report is data, and a file or module it names is never imported
+because it names it (:func:`implementation_of`). This module re-runs one row; it changes
+no report.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -109,33 +113,78 @@ def snippet(path: Path, spec: str, calls: Sequence[Mapping[str, Any]]) -> str:
     ])
 
 
-def replay(report_path: str, wanted: str, out_dir: str, row_timeout: float = 120.0) -> int:
-    """Re-run the row, save the failing example's calls, print how to load them (module doc); an exit code."""
+def implementation_of(report: Mapping[str, Any], row: Mapping[str, Any], impl: str | None = None) -> str:
+    """The ``--impl`` value that replays ``row``: ``impl`` (the user's ``--impl``) when given, else the
+    built-in implementation the report names.
+
+    A report is data: a file or module it names is never imported because it names it
+    (:class:`ReplayError` saying to pass ``--impl``), nor is anything for a row that calls
+    no implementation (``math``).
+    """
+    from specformer.adapters import BUILTIN
+
+    specs = {str(i.get("name")): str(i.get("spec") or i.get("name")) for i in report.get("implementations") or []
+             if isinstance(i, dict)}
+    named = specs.get(str(row.get("implementation")), str(row.get("implementation")))
+    if named == "math":  # specformer.runner.row.MATH, whose module imports torch
+        raise ReplayError(f"{row_label(row)} calls no implementation: there are no inputs to save; rerun it with "
+                          f"{row.get('reproduce') or 'its reproduce command'}")
+    if impl:
+        return impl
+    if named in BUILTIN:
+        return named
+    shown = shlex.quote(named[:200]) if named.isprintable() else "PATH"
+    raise ReplayError(f"{row_label(row)} ran on {named[:200]!r}, a file or module the report names, and a report's "
+                      f"implementation is never imported: pass --impl {shown} (or where that implementation is now) "
+                      "to replay the row on it")
+
+
+def _row_problem(row: Mapping[str, Any]) -> str | None:
+    """A device, dtype or seed of the report's row that cannot be run again."""
+    from specformer.runner.selection import DEVICES
+
+    seed = row.get("seed")
+    if row.get("device") not in DEVICES or not isinstance(row.get("dtype"), str) \
+            or not (seed is None or (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0)):
+        return (f"{row_label(row)}: the report's row names no device of {', '.join(DEVICES)}, no dtype or an unusable "
+                "seed")
+    return None
+
+
+def replay(report_path: str, wanted: str, out_dir: str, row_timeout: float = 120.0, impl: str | None = None) -> int:
+    """Re-run the row, save the failing example's calls, print how to load them (module doc); an exit code.
+
+    The row runs on ``impl`` (``--impl``) or on the built-in implementation the report names
+    (:func:`implementation_of`); the report is read bounded (:mod:`specformer.report.reading`).
+    """
+    from specformer.report.reading import ReportFileError, read_report
+
+    try:
+        report = read_report(report_path)
+    except ReportFileError as exc:
+        raise ReplayError(str(exc)) from None
+    row = choose_row(report, wanted)
+    spec = implementation_of(report, row, impl)
+    problem = _row_problem(row)
+    if problem:
+        raise ReplayError(problem)
+
     import torch
 
-    from specformer.runner import selection
     from specformer.context import WorkerBackend
     from specformer.runner.plugin import bounded_shrinking, describe_failure
     from specformer.property import load_properties
-    from specformer.runner.row import MATH, run_property
+    from specformer.runner.profiles import PROFILES
+    from specformer.runner.row import run_property
     from specformer.runner.supervisor import WorkerPool, WorkerSettings
 
-    try:
-        report = selection.read_report(report_path)
-    except selection.SelectionError as exc:
-        raise ReplayError(str(exc).replace("--failed", "replay")) from None
-    row = choose_row(report, wanted)
-    specs = {str(i.get("name")): str(i.get("spec") or i.get("name")) for i in report.get("implementations") or []
-             if isinstance(i, dict)}
-    spec = specs.get(str(row.get("implementation")), str(row.get("implementation")))
-    if spec == MATH:
-        raise ReplayError(f"{row_label(row)} calls no implementation: there are no inputs to save; rerun it with "
-                          f"{row.get('reproduce') or 'its reproduce command'}")
     props = load_properties()
     prop = props.get(str(row.get("property")))
     if prop is None:
         raise ReplayError(f"the report's property {row.get('property')!r} is not in this version of the suite")
     profile = str((report.get("environment") or {}).get("profile") or "ci")
+    if profile not in PROFILES:
+        raise ReplayError(f"the report's profile {profile[:80]!r} is none of {', '.join(PROFILES)}")
     print(f"replaying {row.get('claim')} {row_label(row)} ({row.get('outcome')} in the report)", flush=True)
     pool = WorkerPool(WorkerSettings())
     try:
@@ -174,12 +223,12 @@ def replay(report_path: str, wanted: str, out_dir: str, row_timeout: float = 120
 
 
 def main(args: Any) -> int:
-    """``specformer replay REPORT ROW [-o DIR]`` (see :func:`replay`)."""
+    """``specformer replay REPORT ROW [-o DIR] [--impl SPEC]`` (see :func:`replay`)."""
     try:
-        return replay(args.report, args.row, args.output, args.row_timeout)
+        return replay(args.report, args.row, args.output, args.row_timeout, getattr(args, "impl", None))
     except ReplayError as exc:
         print(f"specformer: error: {exc}", file=sys.stderr)
         return 2
 
 
-__all__ = ["ReplayError", "choose_row", "main", "replay"]
+__all__ = ["ReplayError", "choose_row", "implementation_of", "main", "replay"]

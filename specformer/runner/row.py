@@ -52,7 +52,7 @@ import time
 import traceback
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 from hypothesis import Phase, settings
 from hypothesis.errors import FailedHealthCheck, Flaky, Unsatisfiable
@@ -80,6 +80,18 @@ EXPECTED_OUTCOMES = frozenset({"pass", "refuted", "not-applicable", "skipped", "
 #: Outcomes of rows that ran and conformed (a listed deviation that ends so is ``fixed``).
 CONFORMING_OUTCOMES = frozenset({"pass", "refuted"})
 MATH = "math"  # the pseudo-implementation of properties that need no operation
+#: Outcomes of rows that checked nothing: the implementation was never judged by them.
+UNCHECKED_OUTCOMES = frozenset({"not-applicable", "skipped"})
+
+
+def unchecked_implementations(rows: Iterable[Mapping[str, Any]], implementations: Iterable[Mapping[str, Any]]
+                              ) -> list[str]:
+    """The implementations the run was asked to judge (``asked``: named with ``--impl``) that loaded
+    but had no row checked: every row of theirs not applicable or skipped, or none at all. Such a
+    run checked nothing of theirs, and must not end as if it had."""
+    checked = {str(r.get("implementation")) for r in rows if r.get("outcome") not in UNCHECKED_OUTCOMES}
+    return [str(i["name"]) for i in implementations
+            if i.get("asked") and i.get("status", "loaded") == "loaded" and str(i["name"]) not in checked]
 
 
 class RowTimeout(BaseException):

@@ -7,7 +7,9 @@
   or ``--dtype`` value that matches nothing, listing what exists (the closest ids for a
   glob, the topics, the dtypes of the requested devices);
 * :func:`failed_rows`: the rows of a report that did not end as expected, as the
-  selectors ``specformer run --failed`` hands to the plugin (``--rows FILE``), and
+  selectors ``specformer run --failed`` hands to the plugin (``--rows FILE``),
+  :func:`confirmed_rows` to run them only on built-in implementations and those the
+  user named (never on a file or module because the report names it), and
   :func:`row_selected` to match them.
 
 Nothing here imports torch or runs a property; the plugin and the command line use it.
@@ -17,12 +19,13 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-import json
+import shlex
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-REPORT_SCHEMA_NAME = "specformer-report"
-READABLE_VERSIONS = (1, 2)
+#: The devices a row of a report may name (the keys of :data:`specformer.runner.devices.DEVICE_DTYPES`, whose
+#: module imports torch).
+DEVICES = ("cpu", "cuda")
 _EXPECTED = frozenset({"pass", "refuted", "not-applicable", "skipped", "known-deviation", "fixed"})
 
 
@@ -92,22 +95,22 @@ def selection_problems(claims: Mapping[str, str], properties: Mapping[str, tuple
 
 
 def read_report(path: str | Path) -> dict[str, Any]:
-    """A specformer report from ``path`` (:class:`SelectionError` when it is none)."""
+    """A specformer report from ``path``, bounded in size and nesting (:func:`specformer.report.reading.read_report`;
+    :class:`SelectionError` when it is none)."""
+    from specformer.report.reading import ReportFileError, read_report as read
+
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SelectionError(f"--failed {str(path)!r}: cannot read it: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise SelectionError(f"--failed {str(path)!r}: not a specformer report (not JSON: {exc})") from None
-    if not isinstance(data, dict) or data.get("schema") != REPORT_SCHEMA_NAME \
-            or data.get("schema_version") not in READABLE_VERSIONS or not isinstance(data.get("rows"), list):
-        raise SelectionError(f"--failed {str(path)!r}: not a specformer report (needs \"schema\": "
-                             f"\"{REPORT_SCHEMA_NAME}\", a schema_version of {READABLE_VERSIONS} and rows)")
-    return data
+        return read(path)
+    except ReportFileError as exc:
+        raise SelectionError(f"--failed {exc}") from None
 
 
 def failed_rows(report: Mapping[str, Any], source: str = "the report") -> list[dict[str, Any]]:
-    """Selectors ``{property, spec, device, dtype, seed}`` of the rows that did not end as expected."""
+    """Selectors ``{property, implementation, spec, device, dtype, seed}`` of the rows that did not end as expected.
+
+    ``spec`` is what the report says ran the row: data, never loaded as it is
+    (:func:`confirmed_rows` decides what runs it).
+    """
     specs = {str(i.get("name")): str(i.get("spec") or i.get("name")) for i in report.get("implementations") or []
              if isinstance(i, dict)}
     selectors = []
@@ -117,10 +120,68 @@ def failed_rows(report: Mapping[str, Any], source: str = "the report") -> list[d
         expected = row.get("as_expected", row.get("outcome") in _EXPECTED)
         if expected is True:
             continue
+        seed = row.get("seed")
+        if row.get("device") not in DEVICES or not isinstance(row.get("dtype"), str) \
+                or not (seed is None or (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0)):
+            raise SelectionError(f"{source}: row {row['property'][:80]!r} names no device of {', '.join(DEVICES)}, "
+                                 "no dtype or an unusable seed")
         name = str(row.get("implementation"))
-        selectors.append({"property": row["property"], "spec": specs.get(name, name), "device": row.get("device"),
-                          "dtype": row.get("dtype"), "seed": row.get("seed")})
+        selectors.append({"property": row["property"], "implementation": name, "spec": specs.get(name, name),
+                          "device": row.get("device"), "dtype": row.get("dtype"), "seed": seed})
     return selectors
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two ``--impl`` values name one file (never imported here)."""
+    from specformer.runner.loading import file_target
+
+    first, second = file_target(a), file_target(b)
+    if first is None or second is None:
+        return False
+    try:
+        return first.resolve() == second.resolve() or first.samefile(second)
+    except OSError:
+        return False
+
+
+def confirmed_rows(selectors: Sequence[Mapping[str, Any]], impls: Sequence[str] | None,
+                   source: str = "the report") -> list[dict[str, Any]]:
+    """The selectors of :func:`failed_rows` with each row's ``spec`` set to what reruns it.
+
+    A report is data: it never decides what is imported. A row's implementation is the
+    built-in one the report names (or ``math``, the rows that call none), or one the user
+    gave with ``--impl`` (``impls``): the report's own value, the same file under another
+    path, or the one implementation that is not built in, when the report's failing rows
+    name one file or module and the user gave one. Rows of a file or module that no
+    ``--impl`` confirms are left out when ``impls`` are given (they narrow the rerun, as they
+    do for built-in rows), and are a :class:`SelectionError` naming what to pass when none
+    are.
+    """
+    from specformer.adapters import BUILTIN
+
+    def builtin(spec: str) -> bool:
+        return spec == "math" or spec in BUILTIN
+
+    own = list(dict.fromkeys(str(s["spec"]) for s in selectors if not builtin(str(s["spec"]))))
+    given = [spec for spec in impls or [] if not builtin(spec)]
+    confirmed = []
+    for selector in selectors:
+        spec = str(selector["spec"])
+        if not builtin(spec):
+            if not impls:
+                shown = shlex.quote(spec[:200]) if spec.isprintable() else "PATH"
+                raise SelectionError(
+                    f"{source}: rows of {str(selector.get('implementation'))[:80]!r} ran on {spec[:200]!r}, a file or "
+                    f"module the report names, and a report's implementation is never imported: pass "
+                    f"--impl {shown} (or where that implementation is now) to rerun them on it")
+            match = next((g for g in given if g == spec or _same_file(g, spec)), None)
+            if match is None and len(given) == 1 and len(own) == 1:
+                match = given[0]
+            if match is None:
+                continue
+            spec = match
+        confirmed.append({**selector, "spec": spec})
+    return confirmed
 
 
 def row_selected(selectors: Sequence[Mapping[str, Any]] | None, qualname: str, spec: str, device: str,

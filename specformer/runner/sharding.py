@@ -10,9 +10,15 @@ rows the whole run has, and :func:`merge` checks both.
 
 Merging. :func:`merge` combines shard reports (or device legs of one run) into one report
 whose rows are those of a single run: it refuses reports that are incomplete, that were
-made by different versions, profiles or seeds, that disagree about an implementation,
-that hold the same row twice, or a sharded set with a shard missing. Rows are ordered by
-their key, so the merged report does not depend on the order of its inputs.
+made by different versions, profiles or seeds, that disagree about an implementation
+(which ones ran; for each, its file's digest where it was named by its file, else its
+``--impl`` value, its library version, status and operations), that selected rows with
+other options (:func:`run_options`: ``--claims``, ``--property``, ``--topic``, ``--dtype``,
+deviations, ``--failed``, pytest's own arguments; and ``--device`` between shards, which
+device legs differ in), that hold the same row twice, or a sharded set with a shard
+missing; the message names the field that differs. Rows are ordered by their key, so the
+merged report does not depend on the order of its inputs. A merged report records the
+options its inputs share (``environment.run_options``), so that it can be merged again.
 
 This module runs nothing; :mod:`specformer.runner.plugin` deals the rows and
 :mod:`specformer.runner.cli` reads and writes the files.
@@ -20,12 +26,24 @@ This module runs nothing; :mod:`specformer.runner.plugin` deals the rows and
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import re
-from typing import Any, Iterable, Sequence
+import shlex
+from typing import Any, Iterable, Mapping, Sequence
 
 #: Environment fields every merged report must agree on.
 SAME_ENVIRONMENT = ("specformer", "python", "torch", "hypothesis", "numpy", "profile", "seed", "commit")
+#: The ``specformer run`` options that choose a run's rows or how they are judged (:func:`run_options`); the
+#: reports of one run share them. Not among them: where the reports go, and the limits a machine may set for
+#: itself (``--jobs``, ``--threads``, ``--row-timeout``, ``--row-backstop``, ``--memory-limit``).
+RUN_OPTIONS = ("--claims", "--property", "--topic", "--dtype", "--deviations", "--strict-deviations", "--with-math",
+               "--failed", "--device", "pytest arguments after --")
+#: The rows that call no implementation (:data:`specformer.runner.row.MATH`, which imports torch).
+_MATH = "math"
+#: An implementation's fields, in the order a difference between two reports is named.
+_IMPLEMENTATION_FIELDS = ("sha256", "spec", "library", "status", "operations", "capabilities")
 
 
 class MergeError(ValueError):
@@ -63,14 +81,99 @@ def _key_of(row: dict[str, Any]) -> tuple[str, str, str, str]:
     return (str(row["property"]), str(row["implementation"]), str(row["device"]), str(row["dtype"]))
 
 
+def run_options(report: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The :data:`RUN_OPTIONS` of the run that wrote ``report``, read from its ``environment.command``
+    (or, for a merged report, its ``environment.run_options``); ``None`` when the command is not a
+    ``specformer run`` (pytest's own command line, or none)."""
+    environment = report.get("environment") or {}
+    recorded = environment.get("run_options")
+    if isinstance(recorded, dict):
+        return recorded
+    command = environment.get("command")
+    if not isinstance(command, str):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:  # the command is written unquoted: a quote in a value
+        words = command.split()
+    if "run" not in words[1:]:
+        return None
+    words = words[words.index("run", 1):]
+    extra = words[words.index("--") + 1:] if "--" in words else []
+    words = words[:words.index("--")] if "--" in words else words
+    from specformer.runner.cli import build_parser
+    from specformer.runner.selection import claim_globs
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            args = build_parser().parse_args(words)
+    except SystemExit:  # not a command line this version reads
+        return None
+    return {"--claims": sorted(set(claim_globs(args.claims))), "--property": sorted(set(args.property or [])),
+            "--topic": sorted(set(args.topic or [])), "--dtype": sorted(set(args.dtype or [])),
+            "--deviations": list(args.deviations or []), "--strict-deviations": bool(args.strict_deviations),
+            "--with-math": bool(args.with_math), "--failed": args.failed, "--device": args.device,
+            "pytest arguments after --": extra}
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _report_problem(report: Any) -> str | None:
+    """What in a report ``merge`` cannot use: a row or implementation without the fields it reads."""
+    if not isinstance(report, dict) or report.get("schema") != "specformer-report":
+        return "not a specformer report"
+    for n, row in enumerate(report.get("rows") or []):
+        if not isinstance(row, dict) or not all(isinstance(row.get(k), str) for k in
+                                                ("property", "implementation", "device", "dtype", "outcome")) \
+                or not isinstance(row.get("as_expected"), bool):
+            return (f"rows[{n}] lacks a property, implementation, device, dtype, outcome (text) or "
+                    "as_expected (true or false)")
+    for n, entry in enumerate(report.get("implementations") or []):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) \
+                or not isinstance(entry.get("spec"), str):
+            return f"implementations[{n}] lacks a name or spec (text)"
+    environment = report.get("environment") or {}
+    devices = environment.get("devices", [])
+    if not isinstance(devices, list) or not all(isinstance(d, str) for d in devices):
+        return "environment.devices is not a list of device names"
+    shard = environment.get("shard")
+    if shard is not None and not (isinstance(shard, dict) and all(type(shard.get(k)) is int for k in ("index", "count"))
+                                  and (shard.get("rows_in_run") is None or type(shard.get("rows_in_run")) is int)):
+        return "environment.shard is not {index, count, rows_in_run} of whole numbers"
+    return None
+
+
+def implementation_difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
+    """The first field in which two reports' entries for one implementation differ, as ``field A against B``;
+    ``None`` when they are the same implementation.
+
+    An implementation named by its file is the same where its file's ``sha256`` is (the file's path may
+    differ between machines); one named otherwise, where its ``--impl`` value (``spec``) is.
+    """
+    from specformer.runner.loading import file_target
+
+    fields = [f for f in _IMPLEMENTATION_FIELDS if f != "spec"] + sorted((set(a) | set(b)) - {*_IMPLEMENTATION_FIELDS})
+    by_file = file_target(str(a.get("spec"))) is not None and file_target(str(b.get("spec"))) is not None
+    if not by_file:
+        fields.insert(1, "spec")
+    for field in fields:
+        if field != "name" and a.get(field) != b.get(field):
+            return f"{field} {_shown(b.get(field))} against {_shown(a.get(field))}"
+    return None
+
+
 def merge(reports: Sequence[tuple[str, dict[str, Any]]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
                                                                    dict[str, Any]]:
     """The rows, implementations and environment of the reports ``(source, report)`` merged (module doc)."""
     if not reports:
         raise MergeError("nothing to merge")
     for source, report in reports:
-        if not isinstance(report, dict) or report.get("schema") != "specformer-report":
-            raise MergeError(f"{source}: not a specformer report")
+        problem = _report_problem(report)
+        if problem:
+            raise MergeError(f"{source}: {problem}")
         summary = report.get("summary") or {}
         if summary.get("state") != "complete":
             raise MergeError(f"{source}: the run is {summary.get('state', 'of unknown state')}, not complete; "
@@ -87,16 +190,13 @@ def merge(reports: Sequence[tuple[str, dict[str, Any]]]) -> tuple[list[dict[str,
             raise MergeError(f"{source}: schema version {report.get('schema_version')} differs from "
                              f"{first_source}'s {first.get('schema_version')}")
     expected = _check_shards(reports)
+    sharded = any((r.get("environment") or {}).get("shard") for _, r in reports)
+    options = _check_options(reports, sharded)
+    _check_implementations(reports)
     implementations: dict[str, dict[str, Any]] = {}
     for source, report in reports:
         for entry in report.get("implementations", []):
-            seen = implementations.get(entry["name"])
-            if seen is None:
-                implementations[entry["name"]] = entry
-            elif {k: v for k, v in seen.items() if k != "spec"} != {k: v for k, v in entry.items() if k != "spec"}:
-                raise MergeError(f"{source}: implementation {entry['name']!r} differs from the one of the other "
-                                 f"reports ({entry.get('status')}, {len(entry.get('operations', []))} operations "
-                                 f"against {seen.get('status')}, {len(seen.get('operations', []))})")
+            implementations.setdefault(entry["name"], entry)
     rows: dict[tuple[str, str, str, str], tuple[str, dict[str, Any]]] = {}
     for source, report in reports:
         for row in report.get("rows", []):
@@ -112,12 +212,58 @@ def merge(reports: Sequence[tuple[str, dict[str, Any]]]) -> tuple[list[dict[str,
     environment["cuda"] = next(((r.get("environment") or {}).get("cuda") for _, r in reports
                                 if (r.get("environment") or {}).get("cuda")), None)
     environment.pop("shard", None)
+    if options is not None:
+        # the shards' device is the merged report's; device legs have several
+        environment["run_options"] = {k: v for k, v in options.items() if sharded or k != "--device"}
     environment["merged_from"] = [
         {"report": source, "shard": (r.get("environment") or {}).get("shard"),
          "platform": (r.get("environment") or {}).get("platform"), "rows": len(r.get("rows", []))}
         for source, r in reports]
     return [row for _, row in sorted(rows.values(), key=lambda sr: _key_of(sr[1]))], \
         list(implementations.values()), environment
+
+
+def _check_options(reports: Sequence[tuple[str, dict[str, Any]]], sharded: bool) -> dict[str, Any] | None:
+    """The :func:`run_options` the reports share (``--device`` compared between shards only); ``None`` when
+    no report was written by ``specformer run``. :class:`MergeError` naming the option that differs."""
+    first_source, first = reports[0]
+    options0 = run_options(first)
+    for source, report in reports[1:]:
+        options = run_options(report)
+        if (options is None) != (options0 is None):
+            written, other = (source, first_source) if options is not None else (first_source, source)
+            command = (dict(reports)[other].get("environment") or {}).get("command")
+            raise MergeError(f"{other}: its command {_shown(command)} is not a `specformer run` this version reads, "
+                             f"and {written}'s is: cannot tell that they selected the same rows")
+        if options is None or options0 is None:
+            continue
+        for option in RUN_OPTIONS:
+            if option == "--device" and not sharded:  # device legs of one run differ in their device
+                continue
+            if options.get(option) != options0.get(option):
+                raise MergeError(f"{source}: {option} {_shown(options.get(option))} differs from {first_source}'s "
+                                 f"{_shown(options0.get(option))}; only reports of one run can be merged")
+    return options0
+
+
+def _check_implementations(reports: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    """The same implementations in every report, each the same (:func:`implementation_difference`)."""
+    first_source, first = reports[0]
+    names0 = sorted({e["name"] for e in first.get("implementations") or []} - {_MATH})
+    seen: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    for source, report in reports:
+        names = sorted({e["name"] for e in report.get("implementations") or []} - {_MATH})
+        if names != names0:
+            raise MergeError(f"{source}: implementations {_shown(names)} differ from {first_source}'s "
+                             f"{_shown(names0)}; only reports of one run can be merged")
+        for entry in report.get("implementations") or []:
+            if entry["name"] not in seen:
+                seen[entry["name"]] = (source, entry)
+                continue
+            difference = implementation_difference(seen[entry["name"]][1], entry)
+            if difference:
+                raise MergeError(f"{source}: implementation {entry['name']!r} differs from the one of "
+                                 f"{seen[entry['name']][0]}: its {difference}")
 
 
 def _check_shards(reports: Iterable[tuple[str, dict[str, Any]]]) -> int | None:

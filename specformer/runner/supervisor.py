@@ -16,13 +16,15 @@ The row's limit is enforced here, from outside the worker (:class:`specformer.ru
 while the supervisor waits for an answer it reads the CPU time the worker and its children have
 used, and kills a worker whose row has run out of CPU time, or past its wall-clock backstop.
 
-The memory limit is enforced here too, on what the worker really uses: while the
-supervisor waits for an answer it reads the worker's resident anonymous memory
-(``RssAnon`` in ``/proc/PID/status``) every :data:`WATCH_S` seconds and kills a worker
-above the limit. Address space that is only reserved (the CUDA build of torch maps
-gigabytes at start, OpenBLAS reserves a buffer per thread) does not count, so no
-``RLIMIT_AS`` fails a library that maps large ranges without using them. Where ``/proc``
-is missing (not Linux) the limit is not enforced.
+The memory limit is enforced here too, on what the worker really makes the machine hold: while
+the supervisor waits for an answer it reads, every :data:`WATCH_S` seconds (and after answers, every
+:data:`memory.ANSWERED_WATCH_S`), the resident anonymous and shared memory of the worker and of every
+process it started, counted proportionally, with the shared-memory files they wrote
+(:mod:`specformer.runner.memory`), and kills a worker above the limit with all it started, then
+removes the files in ``/dev/shm`` charged to it. Address space that is only reserved (the CUDA build
+of torch maps gigabytes at start, OpenBLAS reserves a buffer per thread) does not count, so no
+``RLIMIT_AS`` fails a library that maps large ranges without using them; nor do pages of files
+(torch's libraries). Where ``/proc`` is missing (not Linux) the limit is not enforced.
 
 This module does not interpret answers beyond their envelope; :mod:`specformer.context`
 checks results and decides what an answer means for a property.
@@ -33,8 +35,10 @@ from __future__ import annotations
 import os
 import pickle
 import select
+import shutil
 import signal
 import socket
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -42,7 +46,7 @@ from typing import Any
 
 from multiprocessing.connection import Connection
 
-from specformer.runner import forkserver, interrupt, wire
+from specformer.runner import forkserver, interrupt, memory, wire
 from specformer.runner.budget import Limit, as_limit, process_cpu_s, tree_cpu_s
 from specformer.runner.forkserver import ForkServer, ForkServerError
 
@@ -139,10 +143,15 @@ class Worker:
         self._spin_s = settings.spin_s
         self._memory_mib = settings.memory_mib
         self.holds_device = False  # asked to run on an accelerator: it holds a device context (WorkerPool.worker)
+        # its own temporary directory (and, for the second process of a determinism check, its own working
+        # directory): what one worker wrote there, another cannot find; removed when the worker ends
+        self._scratch = tempfile.mkdtemp(prefix="specformer-worker-")
         try:
             self.pid = self._server.start_worker(theirs.fileno(), out_w, {
-                "spec": spec, "threads": settings.threads, "spin_s": settings.spin_s})
+                "spec": spec, "threads": settings.threads, "spin_s": settings.spin_s, "scratch": self._scratch,
+                "own_cwd": process != 0})
         except ForkServerError as exc:
+            shutil.rmtree(self._scratch, ignore_errors=True)
             raise WorkerLost(str(exc)) from None
         finally:
             theirs.close()
@@ -177,6 +186,7 @@ class Worker:
             self._server_lost = self._exitcode is None and self._server.restarts != restarts
             self._conn.close()
             self._peek.close()
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
     def _signal_group(self, signum: int) -> None:
         for kill in (os.killpg, os.kill):
@@ -205,15 +215,33 @@ class Worker:
         return WorkerLost(f"{how} while {what}{self._output.text()}")
 
     def resident_mib(self) -> float | None:
-        """The worker's resident anonymous memory in MiB (``None`` where ``/proc`` cannot tell)."""
-        try:
-            with open(f"/proc/{self.pid}/status", "rb") as status:
-                for line in status:
-                    if line.startswith(b"RssAnon:"):
-                        return int(line.split()[1]) / 1024
-        except (OSError, ValueError, IndexError):
-            return None
-        return None
+        """The memory the worker holds in MiB, with every process it started and the shared-memory files
+        they wrote, as the memory limit counts it (:mod:`specformer.runner.memory`; ``None`` where
+        ``/proc`` cannot tell)."""
+        usage = self._memory_watch().read()
+        return usage.mib if usage is not None else None
+
+    def _memory_watch(self) -> memory.Watch:
+        """This worker's :class:`memory.Watch`, begun at its first wait (the load's)."""
+        watch = self.__dict__.get("_memory")
+        if watch is None:
+            watch = self._memory = memory.Watch(self.pid)
+        return watch
+
+    def _watch_memory(self, what: str, every_s: float) -> None:
+        """Kill the worker, with what it started, when they hold more than the memory limit (read at most every
+        ``every_s`` seconds), remove the shared-memory files charged to it, and raise :class:`WorkerLost`."""
+        if self._memory_mib is None or self._dead:
+            return
+        usage = self._memory_watch().over(self._memory_mib, every_s)
+        if usage is None:
+            return
+        self.kill()
+        removed, mib = self._memory_watch().remove_files()
+        cleaned = (f"; the {removed} shared-memory file{'s' if removed != 1 else ''} it left in /dev/shm "
+                   f"({mib:.0f} MiB) {'were' if removed != 1 else 'was'} removed" if removed else "")
+        raise self._lost(what, f"{usage.describe()}, more than the limit of {self._memory_mib} MiB (--memory-limit; "
+                               f"address space only reserved does not count), and was killed{cleaned}")
 
     def cpu_s(self, tree: bool = False) -> float:
         """CPU seconds the worker has used (with the children it waited for; ``tree``: and those still
@@ -233,7 +261,10 @@ class Worker:
     def _wait(self, what: str, limit: Limit) -> str | None:
         """Wait for the worker's answer, watching its memory and the row's limit; ``None`` when it came, else
         the message of the limit that ran out."""
+        if self._memory_mib is not None:
+            self._memory_watch()  # begun before the worker's first wait ends
         if self._spin():
+            self._watch_memory(what, memory.ANSWERED_WATCH_S)  # a child or a thread may fill memory between calls
             return None
         while True:
             interrupt.check()
@@ -243,12 +274,9 @@ class Worker:
             watch = self._memory_mib is not None
             tick = min(remaining, WATCH_S if watch else CPU_WATCH_S if limit.cpu_s is not None else remaining)
             if self._poller.poll(max(1, int(tick * 1000))):
+                self._watch_memory(what, memory.ANSWERED_WATCH_S)
                 return None
-            used = self.resident_mib() if watch else None
-            if used is not None and self._memory_mib is not None and used > self._memory_mib:
-                raise self._lost(what, f"the worker used {used:.0f} MiB of memory, more than the limit of "
-                                       f"{self._memory_mib} MiB (--memory-limit; address space it only reserves "
-                                       "does not count), and was killed")
+            self._watch_memory(what, 0.0)  # every tick
             if limit.cpu_s is not None:
                 running = self._running()
                 if limit.ended(running) == "cpu":

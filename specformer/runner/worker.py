@@ -6,6 +6,9 @@ The worker
 
 * sends its standard output and error to a pipe the checker drains (keeping a short
   tail), and writes a traceback there if it crashes (``faulthandler``);
+* confines itself before any of the implementation's code runs (:mod:`specformer.runner.confine`):
+  neither it nor any process it starts may signal the harness's processes or leave its
+  process group;
 * leaves its memory limit to the supervisor, which watches what it really uses (no
   address-space limit: the CUDA build of torch and OpenBLAS reserve far more than they use);
 * loads the implementation (:func:`specformer.runner.loading.load_implementation`), then
@@ -34,7 +37,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from specformer.runner import wire
+from specformer.runner import confine, wire
 from specformer.runner.loading import ImplementationLoadError, load_implementation
 from specformer.protocol import CapabilityError, NotApplicable, declared_capabilities, provided_operations
 
@@ -204,8 +207,16 @@ def _raised(exc: BaseException, mismatch: str | None = None, definition: str = "
     if isinstance(exc, SystemExit):
         return {"status": "raised", "type": "SystemExit", "message": f"exit status {safe_str(exc.code)}",
                 "where": where}
-    return {"status": "raised", "type": type(exc).__qualname__, "message": safe_str(exc) + _attribute_hint(exc),
-            "where": where}
+    return {"status": "raised", "type": type(exc).__qualname__,
+            "message": safe_str(exc) + _attribute_hint(exc) + _confinement_hint(exc), "where": where}
+
+
+def _confinement_hint(exc: BaseException) -> str:
+    """For a refusal of the worker's confinement: what it refuses (:mod:`specformer.runner.confine`)."""
+    if isinstance(exc, PermissionError) and exc.filename is None and confine.confined():
+        return (" [the worker is confined: no process of an implementation may signal the checker's processes, "
+                "leave its process group (setsid, setpgid) or trace another process]")
+    return ""
 
 
 #: Words of the errors after which a CUDA (or other accelerator) context is unusable: every later call
@@ -371,8 +382,8 @@ def load(spec: str) -> tuple[Any, dict[str, Any]]:
             message = safe_str(exc) if isinstance(exc, ImplementationLoadError) else f"{type(exc).__name__}: {safe_str(exc)}"
         return None, {"status": "load-error", "message": message}
     try:
-        capabilities = declared_capabilities(loaded.obj)
-        operations = sorted(provided_operations(loaded.obj))
+        capabilities = loaded.capabilities  # read once, when it loaded
+        operations = sorted(provided_operations(loaded.obj, capabilities))
     except BaseException as exc:  # noqa: BLE001 - a malformed declaration, or one whose property raises
         what = safe_str(exc) if isinstance(exc, CapabilityError) else f"{type(exc).__name__}: {safe_str(exc)}"
         return None, {"status": "load-error", "message": f"its capability declaration is malformed: {what}"}
@@ -391,11 +402,16 @@ def _answer(reply: dict[str, Any]) -> bytes:
 # -- the process -------------------------------------------------------------------------
 
 
-def main(channel: int, output: int, spec: str, threads: int = 1, spin_s: float = 0.0) -> None:
+def main(channel: int, output: int, spec: str, threads: int = 1, spin_s: float = 0.0, scratch: str | None = None,
+         own_cwd: bool = False) -> None:
     """The worker's life: set up, load ``spec``, answer requests on ``channel`` until told to stop.
 
     ``channel`` is a socket's file descriptor (requests in, answers out); ``output`` the
-    write end of the pipe that takes this process's standard output and error.
+    write end of the pipe that takes this process's standard output and error. ``scratch``:
+    a directory of this worker's own (the checker removes it), its temporary directory
+    (``TMPDIR``, ``tempfile``); ``own_cwd``: once the implementation has loaded, work in a fresh,
+    empty folder inside it, not the run's (the second process of a determinism check: nothing
+    the first wrote to its working or temporary directory is there to be replayed).
     """
     from multiprocessing.connection import Connection
 
@@ -408,11 +424,18 @@ def main(channel: int, output: int, spec: str, threads: int = 1, spin_s: float =
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
     faulthandler.enable(file=sys.stderr)
     torch.set_num_threads(max(1, threads))
+    # before the implementation's code runs: it may not signal the harness's processes nor leave this group
+    confine.install()
     # JAX takes 75 % of a GPU's memory at its first use unless told not to; every worker of every checker
     # shares the device (a user's own setting is kept)
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    if scratch:
+        _own_temporary_directory(scratch)
     conn = Connection(channel)
     impl, reply = load(spec)
+    if impl is not None and scratch and own_cwd:
+        os.makedirs(os.path.join(scratch, "cwd"), exist_ok=True)
+        os.chdir(os.path.join(scratch, "cwd"))
     conn.send_bytes(_answer(reply))
     if impl is None:
         return
@@ -435,6 +458,15 @@ def main(channel: int, output: int, spec: str, threads: int = 1, spin_s: float =
         del reply
         if request.get("device", "cpu") != "cpu":
             release_device_cache()
+
+
+def _own_temporary_directory(path: str) -> None:
+    """Make ``path`` this process's temporary directory, for it and what it starts."""
+    import tempfile
+
+    for name in ("TMPDIR", "TMP", "TEMP"):
+        os.environ[name] = path
+    tempfile.tempdir = path
 
 
 #: Device memory a worker may keep cached between calls; above it the cache goes back to the device.

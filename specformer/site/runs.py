@@ -10,7 +10,8 @@ between runs (on any device; skipped rows left out), :func:`merge_reports` recor
 run's outcome on the row (:data:`DIFFERS_KEY`, read with :func:`differs`), so a page can
 mark it.
 
-Reports are untrusted: every value read from one is escaped
+Reports are untrusted: they are read bounded in size and nesting
+(:mod:`specformer.report.reading`), and every value read from one is escaped
 (:func:`specformer.site.tables.text`) where it is written. This module does not render
 rows or outcomes (see :mod:`specformer.site.matrix`).
 """
@@ -78,14 +79,17 @@ def report_problem(data: Any) -> str | None:
 
 
 def read_report(path: Path) -> dict[str, Any]:
-    """Read and check a report; :class:`ReportError` when it is not JSON or not a report."""
+    """Read and check a report, bounded in size and nesting (:func:`specformer.report.reading.read_json`);
+    :class:`ReportError` when it cannot be read, is not JSON or is not a report."""
+    from specformer.report import reading
+
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportError(f"{path}: cannot be read ({exc})") from exc
-    except ValueError as exc:
-        raise ReportError(f"{path}: not JSON ({exc})") from exc
-    problem = report_problem(data)
+        data = reading.read_json(path)
+    except reading.ReportFileError as exc:
+        if exc.reason == reading.NOT_JSON:
+            raise ReportError(f"{path}: not JSON ({exc.problem})") from None
+        raise ReportError(str(exc)) from None
+    problem = report_problem(data) or reading.report_problem(data)
     if problem:
         raise ReportError(f"{path}: not a {REPORT_SCHEMA} file: {problem}")
     return data
