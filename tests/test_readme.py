@@ -30,3 +30,13 @@ def test_the_readme_example_conforms(tmp_path: Path, qualname: str) -> None:
     assert impl.name == "mine" and impl.operations == ["attention"]
     row = run_row(qualname, impl.obj, "float32")
     assert row.as_expected, f"{qualname}: {row.outcome}: {row.message}"
+
+
+def test_the_readme_names_every_operation_of_the_protocol() -> None:
+    """A user of the wheel reads the README and `specformer protocol`: every operation is named there with
+    its call, so none is missed."""
+    from specformer.protocol import FAMILIES
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    missing = [op.method for family in FAMILIES.values() for op in family.operations if f"`{op.method}(" not in text]
+    assert not missing, f"the README does not name {missing}"

@@ -166,20 +166,20 @@ class ModelConfig:
       the input (BERT: 2).
     """
 
-    vocab_size: int
-    d_model: int
-    heads: int
-    d_ff: int
-    encoder_layers: int = 0
-    decoder_layers: int = 0
-    positions: str = "sinusoidal"
-    max_len: int = 512
-    shared_embeddings: bool = True
-    tied_output: bool = True
-    output_layer: bool = True
-    final_norm: bool = False
-    embedding_norm: bool = False
-    token_types: int = 0
+    vocab_size: int  # V, rows of the token table (and columns of an untied output layer)
+    d_model: int  # d, the width of every token vector
+    heads: int  # h, divides d_model; the count does not depend on it
+    d_ff: int  # the feed-forward network's hidden width
+    encoder_layers: int = 0  # layers without cross-attention
+    decoder_layers: int = 0  # layers with cross-attention (an encoder-decoder's decoder)
+    positions: str = "sinusoidal"  # none, sinusoidal, learned, rope or alibi; learned adds max_len x d, once
+    max_len: int = 512  # rows of the learned position table
+    shared_embeddings: bool = True  # one token table for source and target (else a second, V x d)
+    tied_output: bool = True  # the output layer is the token table's transpose (adds nothing)
+    output_layer: bool = True  # False: no output layer at all
+    final_norm: bool = False  # a LayerNorm (2d) at the end of each stack that has layers
+    embedding_norm: bool = False  # one LayerNorm (2d) after the input sum, for the model
+    token_types: int = 0  # rows of one segment table (token_types x d), for the model
 
 
 class ParameterCountImplementation(Protocol):
@@ -190,7 +190,27 @@ class ParameterCountImplementation(Protocol):
     def count_parameters(self, config: ModelConfig) -> int:
         """Trainable scalars of the model ``config`` describes, each shared tensor counted once
         (a tied output layer adds nothing). The layouts an adapter's library can build are
-        declared (``model_layout``); every configuration of a declared layout is answered."""
+        declared (``model_layout``); every configuration of a declared layout is answered.
+
+        With ``d = d_model``, ``V = vocab_size``, the count is the sum of:
+
+        * the token table ``V d``, and a second one when the model has both stacks and
+          ``shared_embeddings`` is false;
+        * once for the whole model, whatever its stacks: the learned position table
+          ``max_len d`` (``positions == "learned"``), the segment table ``token_types d``,
+          and the embedding norm ``2 d`` (``embedding_norm``); the other position kinds hold
+          no parameters;
+        * each encoder layer ``4 (d^2 + d)`` (Q, K, V and output projections with biases)
+          ``+ 2 d d_ff + d_ff + d`` (the feed-forward network with biases) ``+ 4 d`` (two
+          LayerNorms): ``4 d^2 + 2 d d_ff + 9 d + d_ff``;
+        * each decoder layer that, ``+ 4 (d^2 + d)`` of cross-attention ``+ 2 d`` of a third
+          LayerNorm: ``8 d^2 + 2 d d_ff + 15 d + d_ff``;
+        * ``2 d`` per stack that has layers, with ``final_norm``;
+        * the output layer ``d V`` (no bias) when ``output_layer`` and not ``tied_output``.
+
+        The base transformer of the original paper (``V = 37000``, ``d = 512``, ``d_ff = 2048``,
+        6 + 6 layers, sinusoidal positions, shared and tied tables) has 63,082,496 such
+        scalars; ``heads`` does not change the count."""
         ...
 
 

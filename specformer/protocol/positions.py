@@ -135,8 +135,8 @@ class InputEmbeddingImplementation(Protocol):
         ``token_table E (V, d_model)``, ``position_table P (n_max, d_model)`` with ``t <= n_max``;
         returns ``(B, t, d_model)``.
 
-        ``s = sqrt(d_model)`` when ``scale`` (the original paper's convention, section 3.4;
-        the documents write the plain sum, 000 "Adding Positional Information"), ``s = 1``
+        ``s = sqrt(d_model)`` when ``scale`` (the original paper's convention, its section
+        3.4; 000's section "Adding Positional Information" writes the plain sum), ``s = 1``
         otherwise (BERT, GPT-2). Positions count from 0.
         """
         ...

@@ -16,6 +16,7 @@ is shown, not taken as a tag). This module imports the protocol, never an implem
 from __future__ import annotations
 
 import dataclasses
+import html
 import importlib
 import inspect
 import re
@@ -38,8 +39,18 @@ def protocol_families() -> list[str]:
     return [f for f in FAMILY_ORDER if f in FAMILIES] + sorted(set(FAMILIES) - FAMILY_ORDER.keys())
 
 
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+
+
 def _cell(value: str) -> str:
-    return value.replace("|", "\\|").replace("\n", " ")
+    """``value`` for a Markdown table cell: one line, its pipes escaped. A code span that holds a pipe
+    becomes HTML code with the pipe as an entity: inside a code span the table's ``\\|`` escape
+    would show its backslash."""
+    def code(match: re.Match[str]) -> str:
+        text = match.group(2).strip() if match.group(1) != "`" else match.group(2)
+        return f"<code>{html.escape(text).replace('|', '&#124;')}</code>" if "|" in text else match.group(0)
+
+    return _CODE_SPAN.sub(code, value.replace("\n", " ")).replace("|", "\\|")
 
 
 def _text_cell(value: str) -> str:
@@ -97,7 +108,7 @@ def _parameters_section(module: ModuleType) -> str:
                  for f in dataclasses.fields(cls)}
         lines = [f"### `{cls.__name__}`", spec_markdown(_first_line(cls)),
                  "| Field | Type | Shape, meaning |\n|---|---|---|\n" + "\n".join(
-                     f"| `{name}` | `{_cell(str(kind))}` | {_text_cell(notes.get(name, ''))} |"
+                     f"| `{name}` | {_cell(f'`{kind}`')} | {_text_cell(notes.get(name, ''))} |"
                      for name, kind in hints.items())]
         properties = [n for n, v in vars(cls).items() if isinstance(v, property)]
         if properties:

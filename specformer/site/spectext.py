@@ -172,5 +172,6 @@ def spec_inline(value: str) -> str:
 
 def title_link(claim: Claim, prefix: str = "") -> str:
     """A Markdown link to a claim's page (``prefix`` leads to the claims' folder), the
-    claim's title its text (:func:`spec_inline`; ``|`` written ``/``, so a table cell holds it)."""
-    return f"[{spec_inline(claim.title.replace('|', '/'))}]({prefix}{claim.id}.md)"
+    claim's title its text (:func:`spec_inline`; ``|`` written as its HTML entity, which a table cell
+    holds and the page shows as ``|``)."""
+    return f"[{spec_inline(claim.title).replace('|', '&#124;')}]({prefix}{claim.id}.md)"
