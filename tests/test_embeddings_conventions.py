@@ -12,6 +12,7 @@ from specformer.protocol.capabilities import CapabilityError
 
 @pytest.mark.parametrize(("name", "default", "other"), [
     ("glove_loss_factor", 1.0, 0.5), ("negative_sampling_reduction", "sum", "mean"), ("cosine_norm_clamp", 0.0, 1e-8),
+    ("embedding_init_law", "standard-normal", "normal-1/d"),
 ])
 def test_the_loss_and_clamp_conventions_default_to_the_documents_formula(name: str, default: object,
                                                                         other: object) -> None:
@@ -22,6 +23,11 @@ def test_the_loss_and_clamp_conventions_default_to_the_documents_formula(name: s
 def test_an_eps_the_protocol_does_not_list_is_refused() -> None:
     with pytest.raises(CapabilityError, match="cosine_norm_clamp"):
         Capabilities(conventions={"cosine_norm_clamp": frozenset({1e-7})}).validate(OPERATIONS, CONVENTIONS)
+
+
+def test_an_initialiser_law_the_protocol_does_not_list_is_refused() -> None:
+    with pytest.raises(CapabilityError, match="embedding_init_law"):
+        Capabilities(conventions={"embedding_init_law": frozenset({"uniform"})}).validate(OPERATIONS, CONVENTIONS)
 
 
 def test_the_counter_adds_new_tensors_and_not_views_or_in_place_results() -> None:

@@ -67,7 +67,35 @@ POSITION_MIXED = Mutant(
     token_vectors=lambda text, layer=-1: (lambda t, v: (t, v + v.mean(0) if layer == 0 else v))(*model.token_vectors(text, layer)),
 )
 
+def _last(layer: int) -> bool:
+    """Whether ``layer`` names the reference model's last layer."""
+    return layer % (model.LAYERS + 1) == model.LAYERS
+
+
+#: Wrong below the last layer: every intermediate layer gives the input vectors (layer 0), the last is right.
+STATIC_BELOW_LAST = Mutant("contextual-only-at-the-last-layer", token_vectors=lambda text, layer=-1: (
+    model.token_vectors(text, layer if _last(layer) else 0)))
+#: Wrong below the last layer: the intermediate layers read only the words to the left.
+CAUSAL_BELOW_LAST = Mutant("contextual-causal-below-the-last-layer", token_vectors=lambda text, layer=-1: (
+    _encoder(text, layer, causal=not _last(layer))))
+
+
+def _one_layer(text: str, layer: int = -1) -> tuple[list[str], torch.Tensor]:
+    """Correct: a contextual model of a single encoder layer (the reference's first), layers -2 to 1."""
+    if not isinstance(layer, int) or not -2 <= layer <= 1:
+        raise ValueError(f"layer must be an integer from -2 to 1, got {layer!r}")
+    tokens = [w.lower() for w in word_tokenize(text)]
+    x = torch.stack([model.static_vector(w) for w in tokens]) + sinusoidal_encoding(torch.arange(len(tokens)), model.D_MODEL)
+    x = x.unsqueeze(0)  # (t, d) -> (1, t, d)
+    if layer % 2:
+        x = encoder_layer(x, model.layer_weights()[0], heads=model.HEADS, norm_first=False)
+    return tokens, x.squeeze(0)  # (1, t, d) -> (t, d)
+
+
+ONE_LAYER = Mutant("contextual-of-one-layer", token_vectors=_one_layer)
+
 CASES = [
+    (DIFFERENT, STATIC_BELOW_LAST), (BIDIRECTIONAL, STATIC_BELOW_LAST), (BIDIRECTIONAL, CAUSAL_BELOW_LAST),
     (STATIC, MIXING_LOOKUP),
     (DIFFERENT, STATIC_ONLY), (DIFFERENT, WORD_ALONE), (DIFFERENT, POSITION_MIXED),
     (BIDIRECTIONAL, STATIC_ONLY), (BIDIRECTIONAL, CAUSAL), (BIDIRECTIONAL, WORD_ALONE),
@@ -96,6 +124,19 @@ def test_the_reference_passes() -> None:
     for qualname in (STATIC, DIFFERENT, BIDIRECTIONAL):
         assert run_row(qualname, implementation).outcome == "pass", qualname
     assert run_row(STATIC, implementation, "float32").outcome == "pass"
+
+
+def test_a_model_of_one_layer_passes() -> None:
+    """With a single encoder layer, layer -2 is the input layer: the intermediate check leaves it alone."""
+    for qualname in (DIFFERENT, BIDIRECTIONAL):
+        row = run_row(qualname, ONE_LAYER)
+        assert row.outcome == "pass" and row.examples_checked > 0, (qualname, row.outcome, row.message)
+
+
+@pytest.mark.parametrize("qualname", [DIFFERENT, BIDIRECTIONAL])
+def test_a_model_contextual_only_at_its_last_layer_is_caught_at_ci(qualname: str) -> None:
+    row = run_row(qualname, STATIC_BELOW_LAST)
+    assert row.outcome == "fail" and "layer" in row.message, (row.outcome, row.message)
 
 
 def test_the_causal_mutant_still_sees_the_left_context() -> None:

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from conftest import run_row
-from mutants import Mutant
+from mutants import Mutant, declaring
 from specformer.properties.embeddings import initialisation
 
 SEED = "initialisation.the_same_seed_gives_the_same_table_and_another_seed_another"
@@ -113,12 +113,59 @@ def test_correct_initialisers_pass(name: str) -> None:
         assert row.outcome == "pass", (name, qualname, row.message)
 
 
+def _normal_over_d(vocab: int, dim: int, seed: int, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Right under ``normal-1/d``: N(0, 1/d), Flax's ``nn.Embed`` default, drawn in the dtype asked for."""
+    return torch.randn(vocab, dim, generator=_seeded(seed), dtype=dtype) / math.sqrt(dim)
+
+
+def _normal_over_d_squared(vocab: int, dim: int, seed: int, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Wrong under ``normal-1/d``: N(0, 1/d^2), a standard deviation of 1/d instead of 1/sqrt d."""
+    return torch.randn(vocab, dim, generator=_seeded(seed), dtype=dtype) / dim
+
+
+def _float32_uniform(vocab: int, dim: int, seed: int, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Wrong in float32 only: seeded standard normal in float64, Uniform(-sqrt 3, sqrt 3) in float32."""
+    if dtype == torch.float64:
+        return torch.randn(vocab, dim, generator=_seeded(seed), dtype=torch.float64)
+    return _uniform_unit_variance(vocab, dim, seed, dtype=dtype)
+
+
+def test_a_declared_normal_over_d_passes_on_its_own_law() -> None:
+    for qualname in (SEED, TAILS, ONEHOT_KS):
+        mutant = declaring(Mutant("init-normal-1/d-declared", embedding_init=_normal_over_d),
+                           embedding_init_law="normal-1/d")
+        row = run_row(qualname, mutant)
+        assert row.outcome == "pass", (qualname, row.outcome, row.message)
+
+
+@pytest.mark.parametrize("qualname", [TAILS, ONEHOT_KS])
+def test_an_undeclared_normal_over_d_fails(qualname: str) -> None:
+    row = run_row(qualname, Mutant("init-normal-1/d-undeclared", embedding_init=_normal_over_d), profile="mutants")
+    assert row.outcome == "fail" and "standard-normal" in row.message, (row.outcome, row.message)
+
+
+@pytest.mark.parametrize("qualname", [TAILS, ONEHOT_KS])
+def test_a_wrong_scale_declared_as_normal_over_d_fails(qualname: str) -> None:
+    mutant = declaring(Mutant("init-normal-1/d^2-declared", embedding_init=_normal_over_d_squared),
+                       embedding_init_law="normal-1/d")
+    row = run_row(qualname, mutant, profile="mutants")
+    assert row.outcome == "fail" and "normal-1/d" in row.message, (row.outcome, row.message)
+
+
+def test_a_law_wrong_only_in_float32_is_caught() -> None:
+    mutant = Mutant("init-uniform-in-float32", embedding_init=_float32_uniform)
+    row = run_row(TAILS, mutant, profile="mutants")
+    assert row.outcome == "fail" and "float32" in row.message, (row.outcome, row.message)
+    assert run_row(SEED, mutant).outcome == "pass"
+
+
 def test_the_false_alarm_is_what_the_spec_states() -> None:
-    assert initialisation.DELTA * initialisation.TAIL_EXAMPLES * len(initialisation.THRESHOLDS) <= 1e-6
+    assert initialisation.DELTA * initialisation.TAIL_EXAMPLES * len(initialisation.TAIL_DTYPES) * len(
+        initialisation.THRESHOLDS) <= 1e-6
     n = initialisation.SAMPLES
     p = initialisation.normal_tail(3.0)
     u = initialisation.bernstein_halfwidth(n, p, initialisation.DELTA)
-    assert abs(n * p - 707.7) < 0.1 and 166 < u < 168
+    assert abs(n * p - 707.7) < 0.1 and 169 < u < 171
     # Bernstein's bound at the half-width is the false-alarm probability asked for
     bound = 2 * math.exp(-u * u / (2 * (n * p * (1 - p) + u / 3)))
     assert math.isclose(bound, initialisation.DELTA, rel_tol=1e-9)

@@ -54,7 +54,7 @@ def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
 
 
 def test_every_layernorm_property_is_covered(properties) -> None:
-    covered = {qualname for qualname, _ in CASES} | {GAMMA_BETA}
+    covered = {qualname for qualname, _ in CASES} | {GAMMA_BETA, FAR}
     mine = {q for q, p in properties.items() if p.module == "layernorm"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -221,3 +221,60 @@ def test_a_declared_rounded_mean_passes_on_the_cpu_and_a_wrong_one_declaring_it_
         wrong = declaring(Mutant(name, layer_norm=fn), layer_norm_mean="rounded-reciprocal")
         row = run_row(CONSTANT, wrong, "float32", profile="mutants")
         assert row.outcome == "fail" and "constant token" in row.message, (name, row)
+
+
+# -- tokens far from zero -----------------------------------------------------------------------------
+FAR = "layernorm.layer_norm_is_the_formula_for_tokens_far_from_zero"
+
+
+def _one_pass_variance(x, gamma, beta, *, eps=1e-5):
+    """Wrong for tokens far from zero: a fast kernel's variance ``E[x^2] - E[x]^2``, clamped at 0."""
+    mu = x.mean(-1, keepdim=True)  # (..., 1)
+    var = (x.square().mean(-1, keepdim=True) - mu.square()).clamp_min(0.0)  # (..., 1)
+    return gamma * (x - mu) / torch.sqrt(var + eps) + beta
+
+
+def _rounded_reciprocal_mean(x, gamma, beta, *, eps=1e-5):
+    """Correct, with XLA's mean: the sum times ``1/d`` rounded in the input's dtype."""
+    mu = x.sum(-1, keepdim=True) * torch.tensor(1 / x.shape[-1], dtype=x.dtype)  # (..., 1)
+    var = (x - mu).square().mean(-1, keepdim=True)  # (..., 1)
+    return gamma * (x - mu) / torch.sqrt(var + eps) + beta
+
+
+ONE_PASS = Mutant("one-pass-variance", layer_norm=_one_pass_variance)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_one_pass_variance_is_caught_at_ci(dtype: str) -> None:
+    from conftest import run_row
+
+    row = run_row(FAR, ONE_PASS, dtype)
+    assert row.outcome == "fail" and "mean" in row.message, (row.outcome, row.message)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_two_pass_layer_norms_pass_tokens_far_from_zero(dtype: str) -> None:
+    """The reference, ``torch.nn.functional.layer_norm`` and a mean taken as the sum times a rounded ``1/d`` (declared)
+    all pass: the bound allows the rounding of the mean, not the loss of the variance."""
+    from conftest import run_row
+    from mutants import declaring
+    from specformer.adapters.reference import ReferenceImplementation
+    from specformer.adapters.torch_nn import implementation as torch_nn
+
+    rounded = declaring(Mutant("mean-rounded-declared", layer_norm=_rounded_reciprocal_mean),
+                        layer_norm_mean="rounded-reciprocal")
+    for impl in (ReferenceImplementation(), torch_nn, rounded):
+        row = run_row(FAR, impl, dtype)
+        assert row.outcome == "pass" and row.examples_checked > 0, (getattr(impl, "name", impl), row.message)
+
+
+def test_a_one_pass_variance_declaring_a_rounded_mean_still_fails() -> None:
+    """The ``rounded-reciprocal`` declaration allows a rounded mean in the constant token's LayerNorm; it does not
+    excuse a variance that loses the token's spread."""
+    from conftest import run_row
+    from mutants import declaring
+
+    wrong = declaring(Mutant("one-pass-variance-declared", layer_norm=_one_pass_variance),
+                      layer_norm_mean="rounded-reciprocal")
+    row = run_row(FAR, wrong, "float32")
+    assert row.outcome == "fail", (row.outcome, row.message)

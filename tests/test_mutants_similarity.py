@@ -84,6 +84,7 @@ UNIT_COS = "similarity.the_cosine_of_unit_vectors_is_their_dot_product"
 UNIT_DISTANCE = "similarity.the_squared_distance_of_unit_vectors_is_two_minus_twice_their_cosine"
 MAGNITUDE_COS = "similarity.the_cosine_of_rescaled_vectors_is_the_formulas_on_the_originals"
 MAGNITUDE_DISTANCE = "similarity.the_euclidean_distance_scales_with_the_vectors"
+NEAR_DISTANCE = "similarity.the_euclidean_distance_of_near_identical_rows_is_their_difference"
 
 
 def _reference_cosine(a, b):
@@ -111,7 +112,15 @@ SHIFTED_ONLY = OneOperation("distance-plus-1e-3-only", euclidean_distance=DISTAN
 UNIT_ROWS_DISTANCE_ONLY = OneOperation("distance-of-the-unit-rows-only", euclidean_distance=lambda a, b: (
     a / a.norm(dim=-1, keepdim=True) - b / b.norm(dim=-1, keepdim=True)).norm(dim=-1))
 
+def _gram_distance(a, b):
+    """Wrong for rows a hair apart: ``sqrt(|a|^2 + |b|^2 - 2 a . b)``, a fast expansion for many pairs."""
+    return (a.square().sum(-1) + b.square().sum(-1) - 2 * (a * b).sum(-1)).sqrt()
+
+
+GRAM_ONLY = OneOperation("gram-expansion-distance-only", euclidean_distance=_gram_distance)
+
 CASES = [
+    (NEAR_DISTANCE, GRAM_ONLY), (NEAR_DISTANCE, SHIFTED_ONLY), (NEAR_DISTANCE, DISTANCE_SQUARED),
     (UNIT_COS, ANGLE_ONLY), (UNIT_COS, COSINE_DISTANCE_ONLY), (UNIT_COS, ANGLE), (UNIT_COS, BATCH_NORMS),
     (UNIT_DISTANCE, SQUARED_ONLY), (UNIT_DISTANCE, L1_ONLY), (UNIT_DISTANCE, DISTANCE_SQUARED),
     (MAGNITUDE_COS, DOT_ONLY), (MAGNITUDE_COS, FIRST_NORM_ONLY_ALONE), (MAGNITUDE_COS, ABSOLUTE_COSINE_ONLY),
@@ -141,7 +150,8 @@ def test_the_reference_and_torch_pass(dtype: str) -> None:
     from specformer.adapters.torch_embedding import implementation as torch_embedding
 
     for impl in (reference, torch_embedding):
-        for qualname in (FORMULA, UNIT, MAGNITUDE, UNIT_COS, UNIT_DISTANCE, MAGNITUDE_COS, MAGNITUDE_DISTANCE):
+        for qualname in (FORMULA, UNIT, MAGNITUDE, UNIT_COS, UNIT_DISTANCE, MAGNITUDE_COS, MAGNITUDE_DISTANCE,
+                         NEAR_DISTANCE):
             row = run_row(qualname, impl, dtype)
             assert row.outcome == "pass", (impl.name, qualname, row.message)
 
@@ -287,7 +297,7 @@ def test_correct_single_operations_pass_in_every_dtype(dtype: str) -> None:
     """Correct cosines and distances written other ways (in the input's dtype, rows normalised first, a declared
     norm clamp at the largest value the convention allows, PyTorch's functions) pass the single-operation
     properties, half precision included, at model widths too."""
-    mine = (UNIT_COS, UNIT_DISTANCE, MAGNITUDE_COS, MAGNITUDE_DISTANCE)
+    mine = (UNIT_COS, UNIT_DISTANCE, MAGNITUDE_COS, MAGNITUDE_DISTANCE, NEAR_DISTANCE)
     for impl in CORRECT_ALONE:
         for qualname in mine:
             row = run_row(qualname, impl, dtype)
@@ -313,6 +323,13 @@ def test_rows_a_hair_apart_rescaled_are_judged_as_float32_holds_them(qualname: s
     with pytest.raises(AssertionError):
         prop.hypothesis.inner_test(Context(LocalBackend(DISTANCE_EPS), DISTANCE_EPS.name, "cpu", "float32"),
                                    case=(a, b), s=1000.0, **extra)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_gram_expansion_distance_is_caught_at_ci(dtype: str) -> None:
+    """At the default profile, rows a hair apart show the Gram expansion's lost digits in float32 and float64."""
+    row = run_row(NEAR_DISTANCE, GRAM_ONLY, dtype)
+    assert row.outcome == "fail" and "a hair apart" in row.message, (row.outcome, row.message)
 
 
 def test_the_single_operation_properties_draw_model_widths() -> None:

@@ -45,6 +45,7 @@ NS_AS_WRITTEN = "word2vec.the_codes_loss_is_001s_loss_as_written"
 EXAMPLES = "word2vec.skipgram_makes_about_2c_examples_per_word_and_cbow_one"
 
 SOFTMAX_OPERATION = "word2vec.the_skipgram_probability_is_the_softmax_of_the_output_scores"
+SOFTMAX_LARGE = "word2vec.the_skipgram_probability_stays_the_softmax_at_large_scores"
 NS_OPERATION = "word2vec.the_negative_sampling_loss_is_001s_formula"
 CBOW_CONTEXT = "word2vec.the_documents_cbow_context_comes_from_a_window"
 CBOW_CORRECTED = "word2vec.the_context_of_brown_is_two_words_or_four"
@@ -90,6 +91,12 @@ def _dynamic_window_pairs(tokens, window):
 def _softmax(centres, in_table, out_table, tied=False, temperature=1.0):
     scores = in_table[centres] @ (in_table if tied else out_table).T / temperature  # (B, V)
     return torch.softmax(scores, dim=-1)
+
+
+def _softmax_without_the_maximum(centres, in_table, out_table):
+    """Wrong at large scores: ``exp(s) / sum exp(s)`` without subtracting the row's maximum overflows to NaN."""
+    e = torch.exp(in_table[centres] @ out_table.T)  # (B, V)
+    return e / e.sum(dim=-1, keepdim=True)
 
 
 def _ns_loss(centres, contexts, negatives, in_table, out_table, one_table=False, sign=-1.0, mean=False):
@@ -153,6 +160,7 @@ CBOW_ASYMMETRIC = Mutant("cbow-context-two-left-one-right", cbow_examples=_cbow_
 SOFTMAX_TIED = Mutant("skipgram-softmax-scores-against-the-input-table",
                       skipgram_softmax=lambda c, i, o: _softmax(c, i, o, tied=True))
 SOFTMAX_HOT = Mutant("skipgram-softmax-at-temperature-2", skipgram_softmax=lambda c, i, o: _softmax(c, i, o, temperature=2.0))
+SOFTMAX_UNSHIFTED = Mutant("skipgram-softmax-without-max-subtraction", skipgram_softmax=_softmax_without_the_maximum)
 NS_ONE_TABLE = Mutant("negative-sampling-with-one-table", negative_sampling_loss=lambda c, p, n, i, o:
                       _ns_loss(c, p, n, i, o, one_table=True))
 NS_SIGN = Mutant("negative-sampling-log-sigma-of-plus-the-noise-score", negative_sampling_loss=lambda c, p, n, i, o:
@@ -192,6 +200,7 @@ CASES = [
     (EXAMPLES, WRAPPING), (EXAMPLES, ONE_SIDED), (EXAMPLES, DYNAMIC), (EXAMPLES, CBOW_CENTRE),
     (EXAMPLES, CBOW_ASYMMETRIC),
     (SOFTMAX_OPERATION, SOFTMAX_TIED), (SOFTMAX_OPERATION, SOFTMAX_HOT),
+    (SOFTMAX_LARGE, SOFTMAX_TIED), (SOFTMAX_LARGE, SOFTMAX_UNSHIFTED),
     (NS_OPERATION, NS_ONE_TABLE), (NS_OPERATION, NS_SIGN), (NS_OPERATION, NS_MEAN),
     (SHIFTED_PMI, NS_SIGN),
     (SOFTMAX_COST, NS_EVERYTHING), (NS_OPERATION, NS_ONE_TABLE),
@@ -217,7 +226,7 @@ def test_the_reference_passes(dtype: str) -> None:
     from specformer.adapters.reference import implementation
 
     for qualname in (NOISE, DOWN_WEIGHTS, CBOW_MEAN, CBOW_ORDER, OBJECTIVE, EXAMPLES, SOFTMAX_OPERATION, NS_OPERATION,
-                     CBOW_CORRECTED, PAIRS, PAIRS_PER_POSITION, CBOW_EXAMPLES):
+                     CBOW_CORRECTED, PAIRS, PAIRS_PER_POSITION, CBOW_EXAMPLES, SOFTMAX_LARGE):
         row = run_row(qualname, implementation, dtype)
         assert row.outcome == "pass", (qualname, row.message)
 
@@ -286,6 +295,14 @@ def test_a_dynamic_window_is_a_different_convention_that_the_count_property_catc
     """word2vec's shrinking window is legitimate, but the protocol asks for a fixed one: declared, not silent."""
     row = assert_caught(EXAMPLES, DYNAMIC)
     assert "skip-gram pairs" in row.message, row.message
+
+
+def test_a_softmax_without_max_subtraction_is_caught_in_float32_at_ci() -> None:
+    """At the default profile the large scores reach past float32's overflow of ``exp``: NaN, named."""
+    row = assert_caught(SOFTMAX_LARGE, SOFTMAX_UNSHIFTED, "float32")
+    assert "NaN" in row.message, row.message
+    row = run_row(SOFTMAX_LARGE, SOFTMAX_UNSHIFTED, "float64", profile="ci")
+    assert row.outcome == "fail" and "NaN" in row.message, (row.outcome, row.message)
 
 
 def test_a_loss_without_the_log_softmax_is_caught(monkeypatch) -> None:

@@ -1,7 +1,9 @@
 """Every property of ``properties/embeddings/training.py`` passes the reference's trainers and catches a
-trainer that learns nothing from the contexts, one with no context window, one whose negative-sampling sign
-is flipped, one whose words and rows are misaligned, and FastText trainers that give unseen words no n-gram
-vector."""
+trainer that learns nothing from the contexts, one with no context window or the wrong one, one whose
+negative-sampling sign is flipped, one without noise words (a full softmax), one that ignores its seed,
+ones that miscount ``min_count``, one whose words and rows are misaligned, and
+FastText trainers that give unseen words no n-gram vector, ignore their seed, their n-gram lengths or the
+boundary markers, or drop rare words."""
 
 from __future__ import annotations
 
@@ -19,6 +21,10 @@ from specformer.reference.embeddings import fasttext_training, word2vec
 SIMILAR = "training.words_trained_in_the_same_contexts_end_closer_than_words_of_other_contexts"
 UNSEEN = "training.an_unseen_word_trains_closer_to_the_words_whose_ngrams_it_shares"
 ANALOGY = "training.analogies_emerge_when_the_implementation_trains_on_a_grid_of_contexts"
+SEEDED = "training.training_is_drawn_from_its_seed_and_uses_its_noise_words"
+FT_SEEDED = "training.fasttext_training_is_drawn_from_its_seed"
+WINDOWED = "training.the_window_decides_which_contexts_make_words_similar"
+NGRAM_RANGE = "training.fasttext_composes_words_from_the_ngram_lengths_it_is_given"
 
 
 def _vocabulary(sentences: list[list[str]]) -> list[str]:
@@ -97,13 +103,74 @@ FLIPPED = Mutant("skipgram-negative-sign-flipped", train_skipgram=_flipped_skipg
 MISALIGNED = Mutant("skipgram-words-misaligned", train_skipgram=_misaligned_skipgram)
 ALL_WORDS = Mutant("skipgram-ignores-min_count", train_skipgram=_ignores_min_count)
 ABOVE_MIN_COUNT = Mutant("skipgram-min_count-exclusive", train_skipgram=_above_min_count)
+
+
+def _skipgram_with(window=lambda w: w, seed=lambda s: s, **overrides):
+    """The reference's skip-gram trainer with its window and seed passed through the given functions and
+    ``train_word2vec``'s other arguments overridden."""
+
+    def train_skipgram(sentences, dim, window_, negative, epochs, seed_, min_count=1, *, device="cpu"):
+        arguments = dict(architecture="skipgram", loss="negative", dim=dim, window=window(window_), negative=negative,
+                         epochs=epochs, min_count=min_count, seed=seed(seed_), dtype=torch.float32)
+        model = word2vec.train_word2vec(sentences, **{**arguments, **overrides})
+        return list(model.vocab.words), model.input_vectors.to(device)
+
+    return train_skipgram
+
+
+def _vocabulary_by_sentences(sentences, min_count=1):
+    """Wrong: a word's count is the number of sentences it is in, not its occurrences."""
+    return real_build_vocab([sorted(set(s)) for s in sentences], min_count)
+
+
+def _counts_sentences(*args, **kwargs):
+    with mock.patch.object(word2vec, "build_vocab", _vocabulary_by_sentences):
+        return reference.train_skipgram(*args, **kwargs)
+
+
+def _fasttext_with(min_n=None, max_n=None, seed=None, min_count=1):
+    """The reference's FastText trainer with the n-gram range, the seed or ``min_count`` replaced."""
+
+    def train_fasttext(sentences, queries, dim, window, negative, epochs, seed_, min_n_=3, max_n_=6, *,
+                       device="cpu"):
+        lo, hi = (min_n_, max_n_) if min_n is None else (min_n(min_n_), max_n(max_n_))
+        model = fasttext_training.train_fasttext(sentences, dim=dim, window=window, negative=negative, epochs=epochs,
+                                                 min_n=lo, max_n=hi, min_count=min_count,
+                                                 seed=seed_ if seed is None else seed)
+        return torch.stack([model.vector(word) for word in queries]).to(device)  # (Q, d)
+
+    return train_fasttext
+
+
+def _unmarked_ngrams(word, min_n=3, max_n=6):
+    """Wrong: the n-grams of the bare word, without ``<`` and ``>``."""
+    return [word[i:i + n] for n in range(min_n, max_n + 1) for i in range(len(word) - n + 1)]
+
+
+def _fasttext_unmarked(*args, **kwargs):
+    with mock.patch.object(fasttext_training, "char_ngrams", _unmarked_ngrams):
+        return reference.train_fasttext(*args, **kwargs)
+
+
+real_build_vocab = word2vec.build_vocab
+FIXED_SEED = Mutant("skipgram-fixed-seed", train_skipgram=_skipgram_with(seed=lambda s: 0))
+WINDOW_FIVE = Mutant("skipgram-ignores-window", train_skipgram=_skipgram_with(window=lambda w: 5))
+WINDOW_PLUS_ONE = Mutant("skipgram-window-plus-1", train_skipgram=_skipgram_with(window=lambda w: w + 1))
+WINDOW_ONE = Mutant("skipgram-window-1", train_skipgram=_skipgram_with(window=lambda w: 1))
+SENTENCE_COUNTS = Mutant("skipgram-min_count-by-sentences", train_skipgram=_counts_sentences)
+FULL_SOFTMAX = Mutant("skipgram-full-softmax", train_skipgram=_skipgram_with(loss="softmax"))
+FT_FIXED_SEED = Mutant("fasttext-fixed-seed", train_fasttext=_fasttext_with(seed=0))
+FT_DEFAULT_RANGE = Mutant("fasttext-ignores-min_n-max_n", train_fasttext=_fasttext_with(lambda n: 3, lambda n: 6))
+FT_MAX_N_MINUS_ONE = Mutant("fasttext-max_n-minus-1", train_fasttext=_fasttext_with(lambda n: n, lambda n: n - 1))
+FT_MIN_COUNT_5 = Mutant("fasttext-min_count-5", train_fasttext=_fasttext_with(min_count=5))
+FT_UNMARKED = Mutant("fasttext-without-boundary-markers", train_fasttext=_fasttext_unmarked)
 FT_FLIPPED = Mutant("fasttext-negative-sign-flipped", train_fasttext=_flipped_fasttext)
 FT_NO_NGRAMS = Mutant("fasttext-without-ngrams", train_fasttext=_fasttext_without_ngrams)
 FT_UNSEEN = Mutant("fasttext-unseen-ignores-ngrams", train_fasttext=_fasttext_unseen_ignores_ngrams)
 
 
 def test_the_reference_trainers_pass() -> None:
-    for qualname in (SIMILAR, UNSEEN, ANALOGY):
+    for qualname in (SIMILAR, UNSEEN, ANALOGY, SEEDED, FT_SEEDED, WINDOWED, NGRAM_RANGE):
         row = run_row(qualname, reference, "float32", profile="mutants")
         assert row.outcome == "pass", (qualname, row.outcome, row.message)
 
@@ -122,7 +189,7 @@ def test_a_trainer_with_the_negative_sign_flipped_is_caught() -> None:
 
 
 def test_a_trainer_that_miscounts_min_count_is_caught() -> None:
-    for mutant in (ALL_WORDS, ABOVE_MIN_COUNT):
+    for mutant in (ALL_WORDS, ABOVE_MIN_COUNT, SENTENCE_COUNTS):
         row = assert_caught(SIMILAR, mutant, "float32")
         assert "min_count=2" in row.message, row.message
 
@@ -131,6 +198,47 @@ def test_a_trainer_without_analogies_is_caught() -> None:
     for mutant in (RANDOM, NO_WINDOW, FLIPPED, MISALIGNED):
         row = assert_caught(ANALOGY, mutant, "float32")
         assert "::" in row.message, row.message
+
+
+def test_a_trainer_that_ignores_its_seed_is_caught() -> None:
+    row = assert_caught(SEEDED, FIXED_SEED, "float32")
+    assert "same vectors" in row.message, row.message
+    row = assert_caught(FT_SEEDED, FT_FIXED_SEED, "float32")
+    assert "same vectors" in row.message, row.message
+
+
+def test_a_trainer_without_noise_words_is_caught() -> None:
+    row = assert_caught(SEEDED, FULL_SOFTMAX, "float32")
+    assert "noise words" in row.message, row.message
+
+
+def test_a_trainer_with_the_wrong_window_is_caught() -> None:
+    for mutant, said in ((WINDOW_FIVE, "farther"), (WINDOW_PLUS_ONE, "farther"), (WINDOW_ONE, "at window 2")):
+        row = assert_caught(WINDOWED, mutant, "float32")
+        assert said in row.message, (mutant.name, row.message)
+
+
+def test_fasttext_with_the_wrong_ngrams_or_vocabulary_is_caught() -> None:
+    for mutant in (FT_DEFAULT_RANGE, FT_MAX_N_MINUS_ONE, FT_MIN_COUNT_5, FT_UNMARKED):
+        assert_caught(NGRAM_RANGE, mutant, "float32")
+
+
+def test_the_window_and_ngram_corpora_hold_what_they_are_for() -> None:
+    corpus = training.window_corpus(5)
+    for sentence in corpus.sentences:
+        assert len(sentence) == 5 and sentence[1] in training.FILLERS and sentence[3] in training.FILLERS
+        g = 0 if sentence[2] in corpus.groups[0] else 1
+        assert sentence[2] in corpus.groups[g] and not {sentence[0], sentence[4]} & set(training.FILLERS)
+    ngrams = training.ngram_corpus(5)
+    seen = {w for s in ngrams.sentences for w in s}
+    for g in range(2):
+        bigrams = set().union(*(training._marked_grams(w, 2) for w in ngrams.groups[g]))
+        trigrams = set().union(*(training._marked_grams(w, 3) for w in ngrams.groups[g]))
+        assert training._marked_grams(ngrams.unseen[g], 2) <= bigrams and ngrams.unseen[g] not in seen
+        assert not training._marked_grams(ngrams.unseen[g], 3) & trigrams
+        assert {f"<{ngrams.letters[g]}", f"{ngrams.letters[g]}>"} <= bigrams and ngrams.letters[g] not in seen
+        assert sum(s.count(ngrams.rare[g]) for s in ngrams.sentences) == training.RARE_SEEN
+    assert training.ngram_corpus(5) == ngrams and training.ngram_corpus(6) != ngrams
 
 
 def test_fasttext_without_ngrams_for_unseen_words_is_caught() -> None:
@@ -166,4 +274,4 @@ def test_the_grid_corpus_gives_each_word_its_row_and_column_contexts() -> None:
 
 def test_every_training_property_is_covered(properties) -> None:
     mine = {q for q, p in properties.items() if p.module == "training"}
-    assert mine == {SIMILAR, UNSEEN, ANALOGY}, sorted(mine)
+    assert mine == {SIMILAR, UNSEEN, ANALOGY, SEEDED, FT_SEEDED, WINDOWED, NGRAM_RANGE}, sorted(mine)

@@ -77,6 +77,16 @@ FALLBACK = Mutant("character-fallback", wordpiece=_wordpiece(fallback=True))
 FEWEST = Mutant("fewest-pieces", wordpiece=_fewest_pieces)
 
 
+def _max_bytes(word, vocab, *, unk="[UNK]", prefix="##", max_chars=100):
+    """Wrong for words beyond ASCII: ``max_chars`` counted in UTF-8 bytes, not characters."""
+    if len(word.encode("utf-8")) > max_chars:
+        return [unk]
+    return reference_wordpiece(word, vocab, unk=unk, prefix=prefix, max_chars=max_chars)
+
+
+MAX_BYTES = Mutant("max-chars-in-utf8-bytes", wordpiece=_max_bytes)
+
+
 def _bert_kind(wordpiece):
     """``tokenize_text("bert", text)``: lower-case, split at spaces, then ``wordpiece`` with BERT's vocabulary."""
     def tokenize_text(kind, text):
@@ -168,6 +178,7 @@ USED_BY = "wordpiece.bert_and_distilbert_use_wordpiece_and_albert_a_unigram_mode
 USED_BY_AS_WRITTEN = "wordpiece.bert_distilbert_and_albert_all_use_wordpiece_as_written"
 
 CASES = [
+    (GREEDY, MAX_BYTES), (UNKNOWN, MAX_BYTES), (ANOTHER_PREFIX, MAX_BYTES),
     (GREEDY, SHORTEST), (GREEDY, NO_PREFIX), (GREEDY, KEEPS_PIECES), (GREEDY, NO_LIMIT), (GREEDY, FEWEST),
     (UNKNOWN, FALLBACK), (UNKNOWN, KEEPS_PIECES), (UNKNOWN, NO_LIMIT), (UNKNOWN, NO_PREFIX),
     (ANOTHER_PREFIX, PREFIX_WRITTEN_IN), (ANOTHER_PREFIX, SHORTEST), (ANOTHER_PREFIX, NO_PREFIX),
@@ -292,6 +303,26 @@ def test_the_text_properties_need_their_kind() -> None:
     for qualname in (TEXT_PREFIX, BERT_TEXT_PREFIX):
         row = run_row(qualname, REFERENCE)
         assert row.outcome == "not-applicable" and "tokenizer_kind" in row.message, row
+
+
+@pytest.mark.parametrize("qualname", [UNKNOWN])
+def test_a_length_in_bytes_is_caught_by_the_drawn_words_alone(qualname: str) -> None:
+    """Without the explicit examples, the drawn words (letters of one, two and three UTF-8 bytes, a ``max_chars``
+    often between their length in characters and in bytes) catch a ``max_chars`` counted in bytes, and the
+    reference, counting characters, passes."""
+    row = run_row(qualname, MAX_BYTES, profile="search-only")
+    assert row.outcome == "fail", (row.outcome, row.message)
+    row = run_row(qualname, REFERENCE, profile="search-only")
+    assert row.outcome == "pass" and row.examples_checked > 0, (row.outcome, row.message)
+
+
+def test_a_bert_that_keeps_accents_is_caught_by_the_drawn_texts_alone() -> None:
+    """Without the explicit examples, the drawn texts (plain words with accents, composed or decomposed) catch a
+    BERT that lower-cases but keeps accents, and pass one that strips them."""
+    row = run_row(BERT_TEXT_PREFIX, BERT_KEEPS_ACCENTS, profile="search-only")
+    assert row.outcome == "fail", (row.outcome, row.message)
+    row = run_row(BERT_TEXT_PREFIX, BERT_TEXT, profile="search-only")
+    assert row.outcome == "pass" and row.examples_checked > 0, (row.outcome, row.message)
 
 
 def test_the_mutants_are_wrong_where_the_reference_is_right() -> None:

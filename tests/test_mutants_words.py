@@ -81,7 +81,15 @@ CHARACTERS_WITHOUT_WHITESPACE = with_parts("character-detokenize-drops-whitespac
 NFC_CHARACTERS = with_parts("character-detokenize-composes", detokenize_characters=lambda tokens: (
     unicodedata.normalize("NFC", "".join(tokens))))
 
+def _strips_accents(text):
+    """Wrong for a word tokenizer: accents taken off (NFD, combining marks dropped) before splitting."""
+    return ref.word_tokenize("".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn"))
+
+
+STRIPS_ACCENTS = with_parts("word-tokens-without-accents", words=_strips_accents)
+
 CASES = [
+    ("words.word_tokens_keep_every_character_but_whitespace_in_order", STRIPS_ACCENTS),
     ("words.word_tokens_keep_every_character_but_whitespace_in_order", DROPS_PUNCTUATION),
     ("words.word_tokens_keep_every_character_but_whitespace_in_order", SPACES_ONLY),
     ("words.the_cat_sat_on_the_mat_gives_seven_tokens", KEEPS_PUNCTUATION),
@@ -253,3 +261,13 @@ def test_the_no_space_strategy_draws_single_word_runs() -> None:
         assert ref.word_tokenize(text) == [text]
 
     check()
+
+
+def test_a_word_tokenizer_that_strips_accents_is_caught_by_the_drawn_texts_alone() -> None:
+    """A word tokenizer keeps every character: the drawn texts (precomposed and combining accents among their
+    fragments) catch one that strips accents without an explicit example, and the reference passes them."""
+    qualname = "words.word_tokens_keep_every_character_but_whitespace_in_order"
+    row = run_row(qualname, STRIPS_ACCENTS, profile="search-only")
+    assert row.outcome == "fail", (row.outcome, row.message)
+    row = run_row(qualname, REFERENCE, profile="search-only")
+    assert row.outcome == "pass" and row.examples_checked > 0, (row.outcome, row.message)

@@ -72,6 +72,53 @@ def layer_norm_is_the_formula_with_the_biased_variance_and_eps_inside_the_root(c
                      f"LayerNorm(x) with eps = {eps:g}", scale=4)
 
 
+#: How many roundings of a token's mean (in the accumulating dtype) a LayerNorm may carry into ``x - mu``: a
+#: two-pass float32 LayerNorm (``torch.nn.functional.layer_norm`` on the CPU) carries under 2, measured over
+#: thousands of tokens of width 2 to 64; a one-pass variance ``E[x^2] - E[x]^2`` carries thousands.
+MEAN_ROUNDINGS = 4
+
+
+@st.composite
+def offset_tokens(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``x (B, t, d)`` whose tokens share a large mean (``|mu|`` from 100 to 1000, either sign) and a small spread
+    (a standard deviation from 0.01 to 0.1), so that ``|mu| / sigma`` reaches ``10^5``; ``gamma``, ``beta`` ``(d,)``."""
+    z, gamma, beta = draw(token_batches())
+    z = (z - z.mean(-1, keepdim=True)) / z.std(-1, unbiased=False, keepdim=True)  # (B, t, d): mean 0, spread 1
+    mu = draw(st.floats(100.0, 1000.0), label="mean") * draw(st.sampled_from([1.0, -1.0]), label="sign")
+    sigma = draw(st.floats(0.01, 0.1), label="spread")
+    return mu + sigma * z, gamma, beta
+
+
+@claim_property("layernorm.formula", needs=("layer_norm",), dtypes=("float32", "float64"))
+@given(case=offset_tokens())
+@example(case=(1000.0 + 0.01 * torch.tensor([[[-1.0, 1.0, -1.0, 1.0]]], dtype=torch.float64),
+               torch.ones(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)))
+def layer_norm_is_the_formula_for_tokens_far_from_zero(ctx: Context, case) -> None:
+    """The formula for tokens with a large mean and a small spread, from the inputs as the dtype holds them: each
+    feature within the dtype's tolerance plus :data:`MEAN_ROUNDINGS` roundings of ``|mu|`` in the accumulating
+    dtype, magnified by ``|gamma| / sqrt(sigma^2 + eps)`` (the error a correct two-pass LayerNorm's mean leaves).
+    A variance taken in one pass, ``E[x^2] - E[x]^2``, loses ``sigma^2`` to the rounding of ``mu^2``: off by 2 on a
+    float32 token of mean 1000 and spread 0.01."""
+    x, gamma, beta = (t.to(ctx.dtype).to(torch.float64) for t in case)  # as the dtype holds them
+    expected = layer_norm_formula(x, gamma, beta, EPS)  # (B, t, d)
+    out = ctx.layer_norm(x, gamma, beta, eps=EPS)
+    mu = x.mean(-1, keepdim=True)  # (B, t, 1)
+    var = (x - mu).square().mean(-1, keepdim=True)  # (B, t, 1)
+    accumulating = torch.finfo(torch.promote_types(ctx.dtype, torch.float32)).eps
+    atol, rtol = 4 * ctx.tol.atol, 4 * ctx.tol.rtol
+    rounding = MEAN_ROUNDINGS * accumulating * gamma.abs() * mu.abs() / (var + EPS).sqrt()  # (B, t, d)
+    bound = atol + rtol * expected.abs() + rounding
+    err = (out - expected).abs()
+    bad = ~(err <= bound)  # NaN is bad
+    if bad.any():
+        idx = tuple(int(i) for i in torch.unravel_index(torch.where(bad, err - bound, -1.0).argmax(), err.shape))
+        raise AssertionError(
+            f"LayerNorm of a token of mean {float(mu[idx[:-1]]):.6g} and spread {float(var[idx[:-1]].sqrt()):.3g}: "
+            f"{int(bad.sum())} of {bad.numel()} entries out of tolerance; worst at {idx}: got {float(out[idx]):.9g}, "
+            f"expected {float(expected[idx]):.9g} (allowed error {float(bound[idx]):.3g}: atol {atol:g} + rtol "
+            f"{rtol:g} x |expected| + {MEAN_ROUNDINGS} roundings of the mean {float(rounding[idx]):.3g})")
+
+
 @claim_property("layernorm.per-token", needs=("layer_norm",))
 @given(case=token_batches(), data=st.data(), eps=sf.epsilons())
 def each_token_is_normalised_on_its_own(ctx: Context, case, data, eps) -> None:

@@ -94,37 +94,59 @@ def a_static_table_gives_a_word_its_row_in_every_context(ctx: Context, case) -> 
 # --- contextual models --------------------------------------------------------------------------
 
 
+#: The layers asked for beside the last: the first encoder layer (1), which every contextual model has, and the
+#: one before the last (-2), which is the input layer (0) in a model of a single layer.
+INTERMEDIATE = (1, -2)
+
+
+def contextual_layers(ctx: Context, text: str, layer: int) -> tuple[str, ...]:
+    """``("the last layer", "layer {layer}")``, or the last alone where ``layer`` is -2 and the model has a single
+    layer: its layer 1 is its last (the same vectors of ``text``), so its layer -2 is the input layer."""
+    if layer == -2 and relative(bank_vector(ctx, text, -1)[1], bank_vector(ctx, text, 1)[1]) <= SAME:
+        return ("the last layer",)
+    return ("the last layer", f"layer {layer}")
+
+
 @claim_property("contextual.different-vectors", needs=("token_vectors",), dtypes=("float64",), max_examples=8)
-@given(left=st.lists(st.sampled_from(LEFT), min_size=2, max_size=2, unique=True), right=st.sampled_from(RIGHT))
-@example(left=["river", "savings"], right="was")
-def the_same_word_gets_different_vectors_in_different_contexts(ctx: Context, left: list[str], right: str) -> None:
+@given(left=st.lists(st.sampled_from(LEFT), min_size=2, max_size=2, unique=True), right=st.sampled_from(RIGHT),
+       layer=st.sampled_from(INTERMEDIATE))
+@example(left=["river", "savings"], right="was", layer=1)
+@example(left=["muddy", "national"], right="closed", layer=-2)
+def the_same_word_gets_different_vectors_in_different_contexts(ctx: Context, left: list[str], right: str,
+                                                               layer: int) -> None:
     """"the {a} bank {w}" and "the {b} bank {w}": at the input layer (0) bank's vectors are the same
-    (same word, same position), after the last layer they differ by more than 1e-3 relative."""
+    (same word, same position); after the last layer, and after a drawn intermediate layer (:data:`INTERMEDIATE`:
+    the first, or the one before the last), they differ by more than 1e-3 relative."""
     first, second = (f"the {word} bank {right}" for word in left)
     (i, static_a), (j, static_b) = bank_vector(ctx, first, 0), bank_vector(ctx, second, 0)
     assume(i == j)  # the same position in both texts
     assert relative(static_a, static_b) <= SAME, (
         f"layer 0: bank differs by {relative(static_a, static_b):.3g} between {first!r} and {second!r}"
     )
-    (_, top_a), (_, top_b) = bank_vector(ctx, first, -1), bank_vector(ctx, second, -1)
-    assert relative(top_a, top_b) > DIFFERENT, (
-        f"last layer: bank differs by only {relative(top_a, top_b):.3g} between {first!r} and {second!r}"
-    )
+    for name, asked in zip(contextual_layers(ctx, first, layer), (-1, layer)):
+        (_, top_a), (_, top_b) = bank_vector(ctx, first, asked), bank_vector(ctx, second, asked)
+        assert relative(top_a, top_b) > DIFFERENT, (
+            f"{name}: bank differs by only {relative(top_a, top_b):.3g} between {first!r} and {second!r}"
+        )
 
 
 @claim_property("contextual.bidirectional", needs=("token_vectors",), dtypes=("float64",), max_examples=8)
-@given(left=st.sampled_from(LEFT), right=st.lists(st.sampled_from(RIGHT), min_size=2, max_size=2, unique=True))
-@example(left="river", right=["was", "closed"])
-def a_word_to_the_right_changes_the_vector_too(ctx: Context, left: str, right: list[str]) -> None:
-    """"the {a} bank {x}" and "the {a} bank {y}": a change after bank changes its last-layer vector
-    by more than 1e-3 relative (the model reads both sides)."""
+@given(left=st.sampled_from(LEFT), right=st.lists(st.sampled_from(RIGHT), min_size=2, max_size=2, unique=True),
+       layer=st.sampled_from(INTERMEDIATE))
+@example(left="river", right=["was", "closed"], layer=1)
+@example(left="steep", right=["flooded", "lent"], layer=-2)
+def a_word_to_the_right_changes_the_vector_too(ctx: Context, left: str, right: list[str], layer: int) -> None:
+    """"the {a} bank {x}" and "the {a} bank {y}": a change after bank changes its vector after the last layer,
+    and after a drawn intermediate layer (:data:`INTERMEDIATE`), by more than 1e-3 relative (the model reads
+    both sides at every layer)."""
     first, second = (f"the {left} bank {word}" for word in right)
-    (i, top_a), (j, top_b) = bank_vector(ctx, first, -1), bank_vector(ctx, second, -1)
-    assert i == j, f"bank is token {i} of {first!r} but {j} of {second!r}"
-    assert relative(top_a, top_b) > DIFFERENT, (
-        f"bank differs by only {relative(top_a, top_b):.3g} between {first!r} and {second!r}: "
-        "the words after it are not seen"
-    )
+    for name, asked in zip(contextual_layers(ctx, first, layer), (-1, layer)):
+        (i, top_a), (j, top_b) = bank_vector(ctx, first, asked), bank_vector(ctx, second, asked)
+        assert i == j, f"bank is token {i} of {first!r} but {j} of {second!r}"
+        assert relative(top_a, top_b) > DIFFERENT, (
+            f"{name}: bank differs by only {relative(top_a, top_b):.3g} between {first!r} and {second!r}: "
+            "the words after it are not seen"
+        )
 
 
 # --- the shipped MiniLM model -------------------------------------------------------------------

@@ -12,6 +12,7 @@ built by the small functions below so that the harness's tests can swap them.
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import torch
 import torch.nn.functional as F
@@ -22,7 +23,9 @@ from torch import nn
 from specformer.context import Context
 from specformer.property import claim_property
 
+from ..conventions import under_one_of
 from . import strategies as sf
+from .initialisation import declared_laws
 
 NEEDS = ("embedding_lookup",)
 F64 = torch.float64
@@ -159,16 +162,28 @@ def init_cases(draw: st.DrawFn) -> tuple[int, int, int]:
 def nn_embedding_starts_from_standard_normal_entries(ctx: Context, case) -> None:
     """Corrected: the implementation's embedding table (``nn.Embedding(V, d)``'s) starts from N(0, 1) entries:
     the Kolmogorov distance of the ``V d`` entries from the standard normal CDF stays below the DKW bound
-    ``sqrt(ln(2/delta) / (2n))``."""
+    ``sqrt(ln(2/delta) / (2n))``.
+
+    The claim is PyTorch's default, and an implementation that declares nothing is held to it. An
+    implementation may declare another law (``embedding_init_law``: ``normal-1/d``, Flax's ``nn.Embed``); it is
+    then judged by the law it declares, its entries divided by ``1/sqrt d`` compared with N(0, 1), rather than
+    made not applicable: the document's sentence is about what an embedding layer starts from, and a declared
+    law that the table does not follow (N(0, 1/d^2) declared as N(0, 1/d)) must still fail. The row says which
+    law it checked; PyTorch's fact is the row of ``torch-embedding``, which declares nothing."""
     vocab, dim, seed = case
     table = default_table(ctx, vocab, dim, seed)
     n = table.numel()
     bound = math.sqrt(math.log(2 / DELTA) / (2 * n))
-    distance = ks_distance_from_normal(table)
-    assert distance <= bound, (
-        f"nn.Embedding({vocab}, {dim}) entries are {distance:.4f} from N(0, 1) in Kolmogorov distance "
-        f"(bound {bound:.4f} for n = {n})"
-    )
+
+    def check(law: tuple[str, float]) -> None:
+        name, sigma = law
+        distance = ks_distance_from_normal(table / sigma)
+        assert distance <= bound, (
+            f"embedding_init({vocab}, {dim}) entries over sigma = {sigma:.4g} ({name}) are {distance:.4f} from "
+            f"N(0, 1) in Kolmogorov distance (bound {bound:.4f} for n = {n})"
+        )
+
+    under_one_of(declared_laws(ctx, dim), check, label=lambda law: law[0])
 
 
 @claim_property("onehot.default-initialisation", needs=("embedding_init",), expect="counterexample", dtypes=("float64",),
@@ -335,3 +350,189 @@ def a_float64_array_through_weight_data_makes_the_table_float64_and_the_next_lay
     assert converted.weight.dtype == torch.float32 and head(converted(ids)).dtype == torch.float32, (
         "weight.data.copy_ did not keep the float32 table"
     )
+
+
+# --- 000's "cat" examples of CBOW and skip-gram -------------------------------------------------
+
+#: 000's sentence "The cat sat on the mat" as word ids 0..5 ("The" and "the" are different words), "cat" is id 1.
+CAT_SENTENCE = ["The", "cat", "sat", "on", "the", "mat"]
+CAT = 1
+#: 000's skip-gram example: given "cat" the model predicts "The", "sat", "on" (ids 0, 2, 3).
+CAT_SKIPGRAM = [0, 2, 3]
+#: 000's CBOW example: "The ____ sat on the mat", the whole sentence but "cat" (ids 0, 2, 3, 4, 5).
+CAT_CBOW = [0, 2, 3, 4, 5]
+
+
+def cat_contexts(ctx: Context, window: int) -> tuple[list[int], list[list[int]]]:
+    """The implementation's skip-gram context words of "cat" (sorted ids) and its CBOW contexts of "cat" (each
+    sorted) under a fixed ``window``, in 000's sentence."""
+    ids = list(range(len(CAT_SENTENCE)))
+    skipgram = sorted(context for centre, context in ctx.skipgram_pairs(ids, window) if centre == CAT)
+    cbow = [sorted(context) for context, centre in ctx.cbow_examples(ids, window) if centre == CAT]
+    return skipgram, cbow
+
+
+def named(ids: list[int]) -> list[str]:
+    return [CAT_SENTENCE[i] for i in ids]
+
+
+@claim_property("onehot.cat-examples", needs=("skipgram_pairs", "cbow_examples"))
+@given(window=st.integers(1, 7))
+@example(window=2)
+@example(window=4)
+def the_cat_examples_need_window_2_for_skipgram_and_4_for_cbow(ctx: Context, window) -> None:
+    """Corrected: in 000's "The cat sat on the mat" (ids 0..5) the implementation's skip-gram context of "cat"
+    is exactly 000's {The, sat, on} for window 2 (and within ``window`` of position 1 for any window), and its
+    CBOW context of "cat" is 000's "The _ sat on the mat" (all five other words) exactly for windows of 4 or
+    more (four words lie to the right of "cat")."""
+    ctx.require("skipgram_window", "fixed")
+    ctx.require("cbow_context", "without_centre")
+    skipgram, cbow = cat_contexts(ctx, window)
+    within = [i for i in range(len(CAT_SENTENCE)) if i != CAT and abs(i - CAT) <= window]
+    assert skipgram == within, f"window {window}: skip-gram pairs 'cat' with {named(skipgram)}, not {named(within)}"
+    assert (skipgram == CAT_SKIPGRAM) == (window == 2), f"window {window}: 'cat' pairs with {named(skipgram)}"
+    assert cbow == [within], f"window {window}: the CBOW context of 'cat' is {[named(c) for c in cbow]}"
+    assert (cbow == [CAT_CBOW]) == (window >= 4), f"window {window}: CBOW context {[named(c) for c in cbow]}"
+
+
+@claim_property("onehot.cat-examples", needs=("skipgram_pairs", "cbow_examples"), expect="counterexample")
+@given(window=st.integers(1, 7))
+@example(window=2)
+def one_window_gives_both_cat_examples_as_written(ctx: Context, window) -> None:
+    """As written: one window gives both of 000's examples, skip-gram's "cat" predicting exactly "The", "sat",
+    "on" and CBOW's "The _ sat on the mat". Window 2 gives the first, and CBOW the context [The, sat, on];
+    only windows of 4 or more give the second, and then skip-gram pairs "cat" with all five words."""
+    ctx.require("skipgram_window", "fixed")
+    ctx.require("cbow_context", "without_centre")
+    skipgram, cbow = cat_contexts(ctx, window)
+    assert skipgram == CAT_SKIPGRAM and cbow == [CAT_CBOW], (
+        f"window {window}: skip-gram pairs 'cat' with {named(skipgram)}, CBOW's context is "
+        f"{[named(c) for c in cbow]}: not both of 000's examples")
+
+
+# --- words below a count threshold are left out ------------------------------------------------
+
+
+@st.composite
+def threshold_corpora(draw: st.DrawFn) -> tuple[list[list[str]], int]:
+    """Sentences in which word ``w<k>`` appears ``k`` times (1 to 5), shuffled into sentences of 2 to 4 words, and a
+    threshold ``min_count`` from 1 to 5."""
+    counts = draw(st.lists(st.integers(1, 5), min_size=3, max_size=8), label="counts")
+    words = [f"w{i}" for i, n in enumerate(counts) for _ in range(n)]
+    words = draw(st.permutations(words), label="order")
+    sizes, sentences, start = draw(st.lists(st.integers(2, 4), min_size=len(words), max_size=len(words))), [], 0
+    for size in sizes:
+        if start >= len(words):
+            break
+        sentences.append(list(words[start:start + size]))
+        start += size
+    return sentences, draw(st.integers(1, 5), label="min_count")
+
+
+@claim_property("onehot.min-count-threshold", needs=("train_skipgram",), dtypes=("float32",), max_examples=10)
+@given(case=threshold_corpora(), seed=st.integers(0, 2**31 - 1))
+@example(case=([["w0", "w1"], ["w1", "w2"], ["w2", "w2"]], 2), seed=0)
+def words_seen_fewer_than_min_count_times_are_left_out(ctx: Context, case, seed) -> None:
+    """The implementation's skip-gram trained with ``min_count`` keeps exactly the words seen ``min_count`` times
+    or more, each once, with one vector each: the rarer words are left out of the vocabulary (word2vec's and
+    gensim's rule; mapping them to an unknown token instead is the other practice 000 names, which a trainer
+    returning only its vocabulary does not show). The corpus's own counts are computed here."""
+    from .training import assert_the_vocabulary
+
+    sentences, min_count = case
+    counts = Counter(w for s in sentences for w in s)
+    if not any(n >= min_count for n in counts.values()):
+        min_count = max(counts.values())  # a vocabulary of no word is outside train_skipgram's domain
+    words, vectors = ctx.train_skipgram(sentences, 8, 2, 2, 1, seed, min_count=min_count)
+    assert_the_vocabulary(words, sentences, min_count)
+    assert tuple(vectors.shape) == (len(words), 8), f"{tuple(vectors.shape)} vectors for {len(words)} words"
+
+
+# --- how wide the embeddings of modern language models are --------------------------------------
+
+#: Published widths above 12,288: (model, d_model, source).
+PUBLISHED_WIDE = {
+    "PaLM 540B": (18_432, "Chowdhery et al. 2022, PaLM, Table 1"),
+    "Llama 3.1 405B": (16_384, "Llama Team 2024, The Llama 3 Herd of Models, Table 3"),
+}
+#: 002's range for modern LLMs.
+LLM_WIDTHS = range(4096, 12_289)
+
+
+def library_llm_widths() -> dict[str, int]:
+    """``hidden_size`` of the installed transformers configuration classes' defaults for decoder-only language
+    models, by the published model each default describes (the classes' docstrings name it)."""
+    from transformers import Gemma2Config, GemmaConfig, LlamaConfig, MistralConfig, Phi3Config
+
+    return {"LLaMA-2-7B": LlamaConfig().hidden_size, "Mistral-7B": MistralConfig().hidden_size,
+            "Gemma-7B": GemmaConfig().hidden_size, "Gemma-2-2B": Gemma2Config().hidden_size,
+            "Phi-3-mini": Phi3Config().hidden_size}
+
+
+def llm_widths() -> dict[str, int]:
+    """Every width the two claims below look at: the library defaults and the published wide models."""
+    return {**library_llm_widths(), **{name: d for name, (d, _) in PUBLISHED_WIDE.items()}}
+
+
+@claim_property("onehot.modern-llm-widths", needs=(), about="library", dtypes=("float64",), max_examples=1)
+@given(data=st.data())
+def modern_llm_widths_span_2304_to_18432(ctx: Context, data) -> None:
+    """Corrected: published modern language models' widths reach below 4096 (transformers' defaults for Gemma-7B
+    and Phi-3-mini, 3072, and Gemma-2-2B, 2304) and above 12,288 (Llama 3.1 405B, 16,384; PaLM 540B, 18,432),
+    and 4096 (LLaMA-2-7B, Mistral-7B) is inside 002's range: the range is a middle, not a bound."""
+    widths = llm_widths()
+    below = {n: d for n, d in widths.items() if d < LLM_WIDTHS.start}
+    above = {n: d for n, d in widths.items() if d >= LLM_WIDTHS.stop}
+    assert {"Gemma-7B", "Phi-3-mini", "Gemma-2-2B"} <= set(below), f"widths below 4096: {below}"
+    assert set(above) == set(PUBLISHED_WIDE), f"widths above 12,288: {above}"
+    assert widths["LLaMA-2-7B"] == widths["Mistral-7B"] == 4096, widths
+
+
+@claim_property("onehot.modern-llm-widths", needs=(), about="library", dtypes=("float64",), max_examples=1,
+                expect="counterexample")
+@given(data=st.data())
+def every_modern_llm_is_4096_to_12288_wide_as_written(ctx: Context, data) -> None:
+    """As written: modern language models have 4096 to 12,288 dimensions."""
+    outside = {n: d for n, d in llm_widths().items() if d not in LLM_WIDTHS}
+    assert not outside, f"outside 4096-12,288: {outside}"
+
+
+# --- onehot.typical-dimensions ------------------------------------------------------------------
+
+#: The documents' ranges: static word vectors and the embeddings of models.
+STATIC_WIDTHS, MODEL_WIDTHS = range(50, 301), range(512, 12_289)
+#: Published widths that no installed default gives: model -> (d_model, source).
+PUBLISHED_MODEL_WIDTHS = {
+    "BERT-large": (1024, "Devlin et al. 2019, BERT, section 3"),
+    "GPT-3 175B": (12_288, "Brown et al. 2020, Language Models are Few-Shot Learners, Table 2.1"),
+}
+
+
+def library_static_widths() -> dict[str, int]:
+    """The default ``vector_size`` of the installed gensim's Word2Vec and FastText."""
+    import inspect
+
+    from gensim.models import FastText, Word2Vec
+
+    return {f"gensim {cls.__name__}": inspect.signature(cls.__init__).parameters["vector_size"].default
+            for cls in (Word2Vec, FastText)}
+
+
+def library_model_widths() -> dict[str, int]:
+    """The widths of the installed transformers configuration classes' defaults, by the model they describe."""
+    from transformers import BertConfig, GPT2Config, T5Config
+
+    return {"BERT-base": BertConfig().hidden_size, "GPT-2 small": GPT2Config().n_embd, "T5-small": T5Config().d_model}
+
+
+@claim_property("onehot.typical-dimensions", needs=(), about="library", dtypes=("float64",), max_examples=1)
+@given(data=st.data())
+def the_named_widths_are_50_to_300_for_word_vectors_and_512_to_12288_for_models(ctx: Context, data) -> None:
+    """gensim's default word2vec and FastText widths (100) lie in 50-300; transformers' default BERT-base, GPT-2 and
+    T5 widths (768, 768, 512) and the published BERT-large (1024) and GPT-3 (12,288) lie in 512-12,288, with
+    002's numbers for BERT (768, 1024) and GPT-3 (12,288) exactly."""
+    static = library_static_widths()
+    models = {**library_model_widths(), **{n: d for n, (d, _) in PUBLISHED_MODEL_WIDTHS.items()}}
+    assert all(d in STATIC_WIDTHS for d in static.values()), f"static widths outside 50-300: {static}"
+    assert all(d in MODEL_WIDTHS for d in models.values()), f"model widths outside 512-12,288: {models}"
+    assert (models["BERT-base"], models["BERT-large"], models["GPT-3 175B"]) == (768, 1024, 12_288), models

@@ -224,6 +224,34 @@ def the_euclidean_distance_scales_with_the_vectors(ctx: Context, case, s) -> Non
                      same_dtype=lambda dtype: distance_formula(x.to(dtype), y.to(dtype)))
 
 
+@st.composite
+def near_identical_pairs(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a, b (n, d)`` a hair apart: ``a`` from :func:`sized_vector_pairs` and ``b = a + 2^-k r |a|`` with ``k``
+    from 8 to 40 and ``r`` a seeded unit row, so that ``|a - b| / |a|`` runs from ``4 10^-3`` down past
+    float64's rounding (and ``b`` may round to ``a``)."""
+    a, _ = draw(sized_vector_pairs())
+    k = draw(st.integers(8, 40), label="k")
+    g = torch.Generator().manual_seed(draw(sf.seeds(), label="seed"))
+    r = torch.randn(a.shape, generator=g, dtype=F64)  # (n, d)
+    r = r / r.norm(dim=-1, keepdim=True)  # (n, d): unit rows
+    return a, a + 2.0 ** -k * r * a.norm(dim=-1, keepdim=True)
+
+
+@claim_property("similarity.magnitude", needs=("euclidean_distance",))
+@given(case=near_identical_pairs())
+@example(case=(rows([1.0, 2.0, 3.0]), rows([1.0, 2.0, 3.0 + 2.0 ** -14])))
+@example(case=(rows([0.5, -1.5]), rows([0.5, -1.5])))  # identical rows are 0 apart
+def the_euclidean_distance_of_near_identical_rows_is_their_difference(ctx: Context, case) -> None:
+    """The implementation's ``|a - b|`` for rows a hair apart, against ``sqrt(sum_i (a_i - b_i)^2)`` in float64
+    on the rows as the dtype holds them, within four times the dtype's tolerance (relative to the distance, with
+    its absolute floor): a direct ``|a - b|`` in the dtype meets it (the difference of near-equal numbers is
+    exact), while expanding ``|a|^2 + |b|^2 - 2 a . b`` leaves an error of about ``sqrt(eps) |a|``, far beyond it
+    (or NaN from the square root of a negative rounding)."""
+    a, b = (held(ctx, x) for x in case)
+    ctx.assert_close(ctx.euclidean_distance(a, b), distance_formula(a, b), "|a - b| of rows a hair apart", scale=4,
+                     same_dtype=lambda dtype: distance_formula(a.to(dtype), b.to(dtype)))
+
+
 # --- zero vectors: what the libraries do ------------------------------------------------------
 
 

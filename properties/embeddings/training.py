@@ -18,6 +18,16 @@ seen between one context word of its row and one of its column, so that ``b - a 
 ``a = (r, c)``, ``b = (r', c)``, ``c = (r, c')`` points at ``(r', c')``, as king - man + woman is meant to
 point at queen. The harness ranks the trained vectors itself (3CosAdd in float64); the
 implementation only trains.
+
+Four more properties pin what the margins alone cannot: that a trainer draws everything random
+from its seed (one seed twice gives the same vectors, two seeds or two numbers of noise words
+different ones; short trainings), that its window decides which words count as contexts
+(:func:`window_corpus`: a group's context words stand at distance 2 only, so the groups separate at
+window 2 and not at window 1), and that FastText composes words from the n-gram lengths it is given,
+with the boundary markers, keeping words seen fewer than five times (:func:`ngram_corpus`, bigrams
+only). They do not check the update rule itself (the protocol takes no initial tables), so a trainer
+that fits CBOW instead of skip-gram, or that drops a seen word's own row from its FastText vector,
+still passes.
 """
 
 from __future__ import annotations
@@ -45,6 +55,8 @@ DIM, WINDOW, NEGATIVE, EPOCHS = 16, 2, 5, 20
 MARGIN = 0.2
 #: Words in one-word sentences (no context, so no effect on training): seen once, once, and twice.
 RARE_WORDS = ("zx", "xz", "zz", "zz")
+#: A word seen twice in one sentence (``min_count`` counts occurrences, not the sentences a word is in).
+REPEATED_WORD = "xx"
 #: The analogy grid: rows, columns, context words per row and per column, sentences per word.
 ROWS, COLUMNS, GRID_CONTEXTS, GRID_SENTENCES = 3, 3, 3, 30
 #: How far (in cosine to ``b - a + c``) the right answer must lead the best other word of the vocabulary.
@@ -115,9 +127,11 @@ def words_trained_in_the_same_contexts_end_closer_than_words_of_other_contexts(c
     """Skip-gram with negative sampling, trained by the implementation on a corpus where the words of a group
     share their contexts and never meet the other group's: every two words of one group are closer (cosine)
     than any word of one group to any of the other, by at least :data:`MARGIN`. The corpus also has
-    :data:`RARE_WORDS` in one-word sentences, and ``min_count=2`` keeps exactly the words seen twice or more."""
+    :data:`RARE_WORDS` in one-word sentences and :data:`REPEATED_WORD` twice in one sentence, and
+    ``min_count=2`` keeps exactly the words seen twice or more (occurrences, not sentences)."""
     corpus = group_corpus(corpus_seed)
     sentences = corpus.sentences + [[word] for word in RARE_WORDS]  # one-word sentences: no pairs, only counts
+    sentences.append([REPEATED_WORD, REPEATED_WORD])  # twice in one sentence: kept at min_count=2
     words, vectors = ctx.train_skipgram(sentences, DIM, WINDOW, NEGATIVE, EPOCHS, seed, min_count=2)
     assert_the_vocabulary(words, sentences, 2)
     index = {w: i for i, w in enumerate(words)}
@@ -218,3 +232,196 @@ def analogies_emerge_when_the_implementation_trains_on_a_grid_of_contexts(ctx: C
         assert answer - float(scores[rival]) >= ANALOGY_MARGIN, (
             f"{a} : {b} :: {c_word} : ?  answers {words[rival]!r} (cosine {float(scores[rival]):.3f}) against "
             f"{d!r} ({answer:.3f}); the grid's answer must lead by {ANALOGY_MARGIN}")
+
+
+# --------------------------------------------------------------------------- seeds, windows, n-gram ranges
+
+#: Sentences per group and epochs of the seed properties: the vectors only need to move, not to converge.
+SEED_SENTENCES, SEED_EPOCHS = 20, 2
+#: Two trainings with one seed agree to this (one thread: bit-identical in the reference, gensim and fastText);
+#: two seeds (or two numbers of noise words) differ somewhere by more than :data:`DIFFERENT`.
+SAME, DIFFERENT = 1e-6, 1e-3
+#: The window corpus: sentences per group, and the filler words every group's sentences share.
+WINDOW_SENTENCES, FILLERS = 60, ("fa0", "fa1", "fa2", "fa3")
+#: The gap (farthest pair within a group minus nearest pair across) the window property asks for at window 2; at
+#: window 1 it must stay below half of it. Over 40 corpus seeds gensim's smallest gap at window 2 is 0.26 and its
+#: largest at window 1 -0.01 (the reference's: 0.42 and -0.11 over 6 seeds).
+WINDOW_MARGIN = 0.1
+
+
+def _by_word(words: list[str], vectors: torch.Tensor) -> dict[str, torch.Tensor]:
+    return {w: vectors[i] for i, w in enumerate(words)}
+
+
+def _largest_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+    """The largest entry of ``|a[w] - b[w]|`` over the words of ``a`` (which ``b`` must list too)."""
+    missing = sorted(set(a) - set(b))
+    assert not missing, f"two trainings on one corpus gave different vocabularies: {missing[:5]} missing from one"
+    return max(float((a[w] - b[w]).abs().max()) for w in a)
+
+
+@claim_property("word2vec.similar-contexts", needs=("train_skipgram",), dtypes=("float32",), max_examples=2)
+@given(corpus_seed=st.integers(0, 2**31 - 1), seed=st.integers(0, 2**31 - 2))
+def training_is_drawn_from_its_seed_and_uses_its_noise_words(ctx: Context, corpus_seed, seed) -> None:
+    """``train_skipgram`` draws everything random from ``seed`` (the protocol's contract): trained twice with one
+    seed, one thread, the vectors agree to :data:`SAME`; trained with ``seed + 1``, or with one noise word per
+    pair fewer (001, "Negative Sampling": ``k`` noise words enter each pair's loss), they differ by more than
+    :data:`DIFFERENT` somewhere. A short training (:data:`SEED_EPOCHS` epochs) on part of :func:`group_corpus`."""
+    sentences = group_corpus(corpus_seed).sentences[:2 * SEED_SENTENCES]
+    first = _by_word(*ctx.train_skipgram(sentences, DIM, WINDOW, NEGATIVE, SEED_EPOCHS, seed))
+    again = _by_word(*ctx.train_skipgram(sentences, DIM, WINDOW, NEGATIVE, SEED_EPOCHS, seed))
+    gap = _largest_difference(first, again)
+    assert gap <= SAME, f"two trainings with seed {seed} differ by {gap:.3g} (one thread: at most {SAME})"
+    other = _by_word(*ctx.train_skipgram(sentences, DIM, WINDOW, NEGATIVE, SEED_EPOCHS, seed + 1))
+    gap = _largest_difference(first, other)
+    assert gap > DIFFERENT, f"seeds {seed} and {seed + 1} give the same vectors (they differ by {gap:.3g})"
+    fewer = _by_word(*ctx.train_skipgram(sentences, DIM, WINDOW, NEGATIVE - 1, SEED_EPOCHS, seed))
+    gap = _largest_difference(first, fewer)
+    assert gap > DIFFERENT, (f"{NEGATIVE} and {NEGATIVE - 1} noise words per pair give the same vectors (they differ "
+                             f"by {gap:.3g}): the trainer does not draw noise words")
+
+
+@claim_property("fasttext.morphology", needs=("train_fasttext",), dtypes=("float32",), max_examples=2)
+@given(corpus_seed=st.integers(0, 2**31 - 1), seed=st.integers(0, 2**31 - 2))
+def fasttext_training_is_drawn_from_its_seed(ctx: Context, corpus_seed, seed) -> None:
+    """``train_fasttext`` draws everything random from ``seed``: trained twice with one seed, one thread, the
+    vectors of the corpus's words agree to :data:`SAME`; trained with ``seed + 1`` they differ by more than
+    :data:`DIFFERENT` somewhere. A short training on part of :func:`group_corpus`."""
+    corpus = group_corpus(corpus_seed)
+    sentences = corpus.sentences[:2 * SEED_SENTENCES]
+    queries = sorted({w for sentence in sentences for w in sentence})
+
+    def train(s: int) -> dict[str, torch.Tensor]:
+        return _by_word(queries, ctx.train_fasttext(sentences, queries, DIM, WINDOW, NEGATIVE, SEED_EPOCHS, s))
+
+    first = train(seed)
+    gap = _largest_difference(first, train(seed))
+    assert gap <= SAME, f"two trainings with seed {seed} differ by {gap:.3g} (one thread: at most {SAME})"
+    gap = _largest_difference(first, train(seed + 1))
+    assert gap > DIFFERENT, f"seeds {seed} and {seed + 1} give the same vectors (they differ by {gap:.3g})"
+
+
+def window_corpus(seed: int) -> GroupCorpus:
+    """Two groups as in :func:`group_corpus`, but each sentence ``[context, filler, word, filler, context]``: a
+    group's words meet their group's context words at distance 2 only, and at distance 1 the
+    :data:`FILLERS`, which every group shares. :data:`WINDOW_SENTENCES` sentences per group."""
+    rng = random.Random(seed)
+    base = group_corpus(seed)
+    contexts = [sorted({s[0] for s in base.sentences if s[1] in base.groups[g]}
+                       | {s[2] for s in base.sentences if s[1] in base.groups[g]}) for g in range(2)]
+    sentences = [[rng.choice(contexts[g]), rng.choice(FILLERS), rng.choice(base.groups[g]), rng.choice(FILLERS),
+                  rng.choice(contexts[g])] for _ in range(WINDOW_SENTENCES) for g in range(2)]
+    return GroupCorpus(base.groups, base.unseen, sentences)
+
+
+@claim_property("word2vec.similar-contexts", needs=("train_skipgram",), dtypes=("float32",), max_examples=2)
+@given(corpus_seed=st.integers(0, 2**31 - 1), seed=st.integers(0, 2**31 - 1))
+def the_window_decides_which_contexts_make_words_similar(ctx: Context, corpus_seed, seed) -> None:
+    """Skip-gram's contexts are the words at most ``window`` positions away (001, "Skip-Gram and CBOW"). On
+    :func:`window_corpus` a group's words share context words at distance 2 and nothing else: trained with
+    window 2 the groups stand apart by :data:`WINDOW_MARGIN` (farthest pair within a group against nearest pair
+    across, as in the similar-contexts property), trained with window 1 the words see only the shared fillers,
+    and the gap stays below ``WINDOW_MARGIN / 2``. (A window shrunk at random per centre word, gensim's and
+    word2vec's, reaches distance 2 for half of the centre words, hence the smaller margin.)"""
+    corpus = window_corpus(corpus_seed)
+    gaps = {}
+    for window in (2, 1):
+        words, vectors = ctx.train_skipgram(corpus.sentences, DIM, window, NEGATIVE, EPOCHS, seed)
+        assert_the_vocabulary(words, corpus.sentences, 1)
+        index = {w: i for i, w in enumerate(words)}
+        within, across = group_gap(lambda w: vectors[index[w]], corpus.groups)
+        gaps[window] = within - across
+    assert gaps[2] >= WINDOW_MARGIN, (
+        f"groups {corpus.groups} meet their contexts at distance 2: at window 2 the gap (farthest pair within a "
+        f"group minus nearest pair across) is {gaps[2]:.3f}, below {WINDOW_MARGIN}")
+    assert gaps[1] < WINDOW_MARGIN / 2, (
+        f"groups {corpus.groups} meet their contexts only at distance 2, yet at window 1 the gap is {gaps[1]:.3f}, "
+        f"not below {WINDOW_MARGIN / 2}: the trainer looks farther than its window")
+
+
+#: The n-gram corpus: each group's words are strings of its own three letters, the rare words of two more letters
+#: and a vowel each; the n-grams are the bigrams alone (``min_n = max_n = 2``).
+NGRAM_LETTERS, RARE_LETTERS, NGRAM_RANGE = ("bda", "hjo"), ("cfe", "kmi"), (2, 2)
+#: Letters per word, sentences per group, and how often each group's rare word is seen.
+NGRAM_WORD_LENGTH, NGRAM_SENTENCES, RARE_SEEN = 5, 60, 2
+
+
+@dataclass(frozen=True)
+class NgramCorpus:
+    """Two groups of words of their own letters, seen between their group's context words, and per group: an
+    unseen word made of the group's bigrams but none of its trigrams, a one-letter word whose marked bigrams
+    ``<x`` and ``x>`` the group's words have, and a rare word seen :data:`RARE_SEEN` times in the group's contexts."""
+
+    groups: tuple[tuple[str, ...], tuple[str, ...]]
+    unseen: tuple[str, str]
+    letters: tuple[str, str]
+    rare: tuple[str, str]
+    sentences: list[list[str]]
+
+
+def _marked_grams(word: str, n: int) -> set[str]:
+    marked = f"<{word}>"
+    return {marked[i:i + n] for i in range(len(marked) - n + 1)}
+
+
+def ngram_corpus(seed: int) -> NgramCorpus:
+    """The corpus of ``seed`` (see :class:`NgramCorpus`); a group's words are redrawn until the group has its unseen
+    and its one-letter word. The context words are those of :func:`group_corpus`."""
+    rng = random.Random(seed)
+    base = group_corpus(seed)
+    contexts = [sorted({s[0] for s in base.sentences if s[1] in base.groups[g]}) for g in range(2)]
+    groups, unseen, letters, rare = [], [], [], []
+    for g in range(2):
+        alphabet = NGRAM_LETTERS[g]
+        while True:
+            words = sorted({"".join(rng.choice(alphabet) for _ in range(NGRAM_WORD_LENGTH)) for _ in range(WORDS)})
+            bigrams = set().union(*(_marked_grams(w, 2) for w in words))
+            trigrams = set().union(*(_marked_grams(w, 3) for w in words))
+            ones = [x for x in alphabet if f"<{x}" in bigrams and f"{x}>" in bigrams]
+            candidates = ("".join(rng.choice(alphabet) for _ in range(NGRAM_WORD_LENGTH)) for _ in range(200))
+            found = [u for u in candidates if _marked_grams(u, 2) <= bigrams and not _marked_grams(u, 3) & trigrams]
+            if len(words) == WORDS and ones and found:
+                break
+        groups.append(tuple(words))
+        unseen.append(found[0])
+        letters.append(ones[0])
+        rare.append("".join(rng.choice(RARE_LETTERS[g]) for _ in range(4)))
+    sentences = [[rng.choice(contexts[g]), rng.choice(groups[g]), rng.choice(contexts[g])]
+                 for _ in range(NGRAM_SENTENCES) for g in range(2)]
+    sentences += [[rng.choice(contexts[g]), rare[g], rng.choice(contexts[g])] for _ in range(RARE_SEEN) for g in range(2)]
+    rng.shuffle(sentences)
+    return NgramCorpus((groups[0], groups[1]), (unseen[0], unseen[1]), (letters[0], letters[1]), (rare[0], rare[1]),
+                       sentences)
+
+
+@claim_property("fasttext.morphology", needs=("train_fasttext",), dtypes=("float32",), max_examples=3)
+@given(corpus_seed=st.integers(0, 2**31 - 1), seed=st.integers(0, 2**31 - 1))
+def fasttext_composes_words_from_the_ngram_lengths_it_is_given(ctx: Context, corpus_seed, seed) -> None:
+    """FastText trained with ``min_n = max_n = 2`` on :func:`ngram_corpus` (fasttext.md: a word's n-grams are the
+    substrings of ``<word>`` of ``min_n`` to ``max_n`` characters, and an unseen word's vector is composed from
+    them): per group, a word never seen that shares the group's bigrams but none of its trigrams, a one-letter
+    word ``x`` whose only bigrams are the markers' ``<x`` and ``x>``, and a word seen only :data:`RARE_SEEN`
+    times (``min_count`` is 1) are each closer (cosine) to every word of their group than to any word of the
+    other, by :data:`MARGIN`; the seen words keep the similar-contexts gap."""
+    corpus = ngram_corpus(corpus_seed)
+    queries = [*corpus.groups[0], *corpus.groups[1], *corpus.unseen, *corpus.letters, *corpus.rare]
+    vectors = ctx.train_fasttext(corpus.sentences, queries, DIM, WINDOW, NEGATIVE, EPOCHS, seed, *NGRAM_RANGE)
+    index = {w: i for i, w in enumerate(queries)}
+
+    def vector(word: str) -> torch.Tensor:
+        return vectors[index[word]]
+
+    for what, words in (("unseen word of the group's bigrams", corpus.unseen),
+                        ("one-letter word of the markers' bigrams", corpus.letters),
+                        (f"word seen {RARE_SEEN} times", corpus.rare)):
+        for g, word in enumerate(words):
+            near = min(cosine(vector(word), vector(w)) for w in corpus.groups[g])
+            far = max(cosine(vector(word), vector(w)) for w in corpus.groups[1 - g])
+            assert near - far >= MARGIN, (
+                f"{what} {word!r} at n-gram lengths {NGRAM_RANGE}: cosine at least {near:.3f} to its group "
+                f"{corpus.groups[g]}, at most {far:.3f} to the other {corpus.groups[1 - g]}; the gap "
+                f"{near - far:.3f} is below {MARGIN}")
+    within, across = group_gap(vector, corpus.groups)
+    assert within - across >= MARGIN, (
+        f"seen words {corpus.groups}: within {within:.3f}, across {across:.3f}, gap {within - across:.3f} "
+        f"below {MARGIN}")

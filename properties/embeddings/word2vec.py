@@ -21,7 +21,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-from hypothesis import example, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from torch import nn
 
@@ -151,6 +151,39 @@ def the_skipgram_probability_is_the_softmax_of_the_output_scores(ctx: Context, c
     scores = v[centres] @ v_out.T  # (B, d) @ (d, V) -> (B, V)
     expected = torch.exp(scores - torch.logsumexp(scores, dim=1, keepdim=True))  # (B, V)
     ctx.assert_close(ctx.skipgram_softmax(centres, v, v_out), expected, "p(w | w_I)", scale=4)
+
+
+#: The largest score drawn at large scale, per dtype: past ``log`` of the dtype's largest finite value, so that
+#: a softmax that exponentiates the scores without subtracting their maximum overflows.
+LARGE_SCORE = {"float32": 96.0, "float64": 768.0}
+
+
+@claim_property("word2vec.softmax", needs=("skipgram_softmax",), dtypes=("float32", "float64"))
+@given(case=text_cases())
+@example(case=([0, 1], 1, torch.tensor([[1.0], [-1.0]], dtype=F64), torch.tensor([[3.0], [0.5]], dtype=F64)))
+def the_skipgram_probability_stays_the_softmax_at_large_scores(ctx: Context, case) -> None:
+    """001's ``p(w_O | w_I)`` at scores past the dtype's overflow of ``exp``: the output table is scaled by a power
+    of two (exactly) until the largest score lies in ``[L, 2L)`` (``L = 96`` in float32, ``768`` in float64) and
+    is positive; the softmax is still a distribution, equal to ``exp(s - logsumexp(s))`` computed in float64 from
+    the inputs as the dtype holds them. Scores up to ``2L`` carry an absolute rounding error of about
+    ``d eps 2L`` in the dtype, which moves each probability by that much relatively: the tolerance is widened 16
+    times."""
+    tokens, _, v, v_out = case
+    centres = torch.tensor(tokens)
+    held = [t.to(ctx.dtype).to(F64) for t in (v, v_out)]  # the tables as the dtype holds them
+    scores = held[0][centres] @ held[1].T  # (B, d) @ (d, V) -> (B, V)
+    largest = scores.abs().max()
+    assume(float(largest) > 1e-3)
+    if float(scores.max()) < float(largest):  # the largest magnitude is negative: flip it positive
+        v_out, held[1], scores = -v_out, -held[1], -scores
+    limit = LARGE_SCORE[str(ctx.dtype).removeprefix("torch.")]
+    power = math.ceil(math.log2(limit / float(scores.max())))
+    if float(scores.max()) * 2.0 ** power >= 2 * limit:
+        power -= 1
+    v_out, held[1], scores = (t * 2.0 ** power for t in (v_out, held[1], scores))  # exact: a power of two
+    expected = torch.exp(scores - torch.logsumexp(scores, dim=1, keepdim=True))  # (B, V)
+    ctx.assert_close(ctx.skipgram_softmax(centres, v, v_out), expected,
+                     f"p(w | w_I) at scores up to {float(scores.max()):.4g}", scale=16)
 
 
 def code_loss(model: SkipGram, centre: torch.Tensor, context: torch.Tensor) -> torch.Tensor:

