@@ -181,7 +181,7 @@ def test_a_freeze_of_a_detached_copy_is_caught(monkeypatch) -> None:
 
 def test_every_onehot_property_is_covered(properties) -> None:
     covered = {q for q, _ in CASES} | {RATIO, RATIO_AS_WRITTEN, PARAMETERS, INIT_AS_WRITTEN, FREEZING, FREEZING_DTYPE}
-    covered |= {CAT, CAT_AS_WRITTEN, MIN_COUNT, WIDTHS, WIDTHS_AS_WRITTEN, TYPICAL}  # tested further down
+    covered |= {WIDTHS, WIDTHS_AS_WRITTEN, TYPICAL}  # tested further down
     mine = {q for q, p in properties.items() if p.module == "onehot"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -272,66 +272,10 @@ def test_a_table_that_kept_its_float32_through_weight_data_is_caught(monkeypatch
     assert row.outcome == "fail" and "after weight.data" in row.message, row
 
 
-# --- onehot.cat-examples, onehot.min-count-threshold, onehot.modern-llm-widths --------------------
+# --- onehot.modern-llm-widths ------------------------------------------------------------------------
 
-CAT = "onehot.the_cat_examples_need_window_2_for_skipgram_and_4_for_cbow"
-CAT_AS_WRITTEN = "onehot.one_window_gives_both_cat_examples_as_written"
-MIN_COUNT = "onehot.words_seen_fewer_than_min_count_times_are_left_out"
 WIDTHS = "onehot.modern_llm_widths_span_2304_to_18432"
 WIDTHS_AS_WRITTEN = "onehot.every_modern_llm_is_4096_to_12288_wide_as_written"
-
-
-def _one_sided_pairs(ids: list[int], window: int) -> list[tuple[int, int]]:
-    """Wrong: only the words to the right of the centre."""
-    return [(ids[t], ids[t + j]) for t in range(len(ids)) for j in range(1, window + 1) if t + j < len(ids)]
-
-
-def _one_sided_cbow(ids: list[int], window: int) -> list[tuple[list[int], int]]:
-    """Wrong: the context is the words to the left of the centre only."""
-    return [(list(ids[max(0, t - window):t]), ids[t]) for t in range(1, len(ids))]
-
-
-def _keeps_every_word(sentences, dim, window, negative, epochs, seed, min_count=1, *, device="cpu"):
-    """Wrong: ignores min_count."""
-    from specformer.adapters.reference import implementation
-
-    return implementation.train_skipgram(sentences, dim, window, negative, epochs, seed, 1, device=device)
-
-
-def _strictly_above(sentences, dim, window, negative, epochs, seed, min_count=1, *, device="cpu"):
-    """Wrong: keeps the words seen more than min_count times (> instead of >=)."""
-    from specformer.adapters.reference import implementation
-
-    return implementation.train_skipgram(sentences, dim, window, negative, epochs, seed, min_count + 1, device=device)
-
-
-@pytest.mark.parametrize("mutant", [Mutant("skipgram-one-sided", skipgram_pairs=_one_sided_pairs),
-                                    Mutant("cbow-one-sided", cbow_examples=_one_sided_cbow)],
-                         ids=lambda m: m.name)
-def test_the_cat_examples_catch_a_one_sided_window(mutant) -> None:
-    assert_caught(CAT, mutant)
-
-
-def test_the_cat_examples_pass_the_reference_and_are_refuted() -> None:
-    from specformer.adapters.reference import implementation
-
-    assert run_row(CAT, implementation).outcome == "pass"
-    row = run_row(CAT_AS_WRITTEN, implementation)
-    assert row.outcome == "refuted" and "not both" in row.message, row
-
-
-@pytest.mark.parametrize("mutant", [Mutant("min-count-ignored", train_skipgram=_keeps_every_word),
-                                    Mutant("min-count-strict", train_skipgram=_strictly_above)],
-                         ids=lambda m: m.name)
-def test_the_threshold_catches_a_wrong_vocabulary(mutant) -> None:
-    row = assert_caught(MIN_COUNT, mutant, "float32")
-    assert "min_count" in row.message, row
-
-
-def test_the_threshold_passes_the_reference() -> None:
-    from specformer.adapters.reference import implementation
-
-    assert run_row(MIN_COUNT, implementation, "float32").outcome == "pass"
 
 
 def test_the_llm_widths_hold_and_refute_the_range(monkeypatch) -> None:

@@ -356,7 +356,8 @@ def test_every_word2vec_property_is_covered(properties) -> None:
     covered = {q for q, _ in CASES} | {OBJECTIVE, SOFTMAX, COST, NS, NS_AS_WRITTEN, EXAMPLES, CBOW_CONTEXT,
                                        RAW_COOCCURRENCE, "word2vec.gensims_word2vec_takes_001s_arguments_as_the_code_says",
                                        "word2vec.words_sharing_contexts_end_up_closest",
-                                       SOFTMAX_FLOPS}  # caught in test_a_softmax_alone_gets_a_judged_cost_row
+                                       SOFTMAX_FLOPS,  # caught in test_a_softmax_alone_gets_a_judged_cost_row
+                                       CAT, CAT_AS_WRITTEN}  # tested at the end
     mine = {q for q, p in properties.items() if p.module == "word2vec"}
     assert mine <= covered, f"properties without a mutant: {sorted(mine - covered)}"
 
@@ -537,3 +538,34 @@ def test_examples_in_another_order_pass(qualname: str, right: OneOperation) -> N
 def test_a_text_of_one_word_giving_an_example_is_caught(qualname: str, wrong: OneOperation) -> None:
     row = run_row(qualname, wrong)
     assert row.outcome == "fail" and "one word" in row.message, (row.outcome, row.message)
+
+
+# --- word2vec.cat-examples -------------------------------------------------------------------------
+
+CAT = "word2vec.the_cat_examples_need_window_2_for_skipgram_and_4_for_cbow"
+CAT_AS_WRITTEN = "word2vec.one_window_gives_both_cat_examples_as_written"
+
+
+def _one_sided_pairs(ids: list[int], window: int) -> list[tuple[int, int]]:
+    """Wrong: only the words to the right of the centre."""
+    return [(ids[t], ids[t + j]) for t in range(len(ids)) for j in range(1, window + 1) if t + j < len(ids)]
+
+
+def _one_sided_cbow(ids: list[int], window: int) -> list[tuple[list[int], int]]:
+    """Wrong: the context is the words to the left of the centre only."""
+    return [(list(ids[max(0, t - window):t]), ids[t]) for t in range(1, len(ids))]
+
+
+@pytest.mark.parametrize("mutant", [Mutant("skipgram-one-sided", skipgram_pairs=_one_sided_pairs),
+                                    Mutant("cbow-one-sided", cbow_examples=_one_sided_cbow)],
+                         ids=lambda m: m.name)
+def test_the_cat_examples_catch_a_one_sided_window(mutant) -> None:
+    assert_caught(CAT, mutant)
+
+
+def test_the_cat_examples_pass_the_reference_and_are_refuted() -> None:
+    from specformer.adapters.reference import implementation
+
+    assert run_row(CAT, implementation).outcome == "pass"
+    row = run_row(CAT_AS_WRITTEN, implementation)
+    assert row.outcome == "refuted" and "not both" in row.message, row

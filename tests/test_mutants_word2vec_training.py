@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from unittest import mock
 
+import pytest
+
 import torch
 import torch.nn.functional as F
 
@@ -274,4 +276,37 @@ def test_the_grid_corpus_gives_each_word_its_row_and_column_contexts() -> None:
 
 def test_every_training_property_is_covered(properties) -> None:
     mine = {q for q, p in properties.items() if p.module == "training"}
-    assert mine == {SIMILAR, UNSEEN, ANALOGY, SEEDED, FT_SEEDED, WINDOWED, NGRAM_RANGE}, sorted(mine)
+    assert mine == {SIMILAR, UNSEEN, ANALOGY, SEEDED, FT_SEEDED, WINDOWED, NGRAM_RANGE, MIN_COUNT}, sorted(mine)
+
+
+# --- word2vec.min-count-threshold ------------------------------------------------------------------
+
+MIN_COUNT = "training.words_seen_fewer_than_min_count_times_are_left_out"
+
+
+def _keeps_every_word(sentences, dim, window, negative, epochs, seed, min_count=1, *, device="cpu"):
+    """Wrong: ignores min_count."""
+    from specformer.adapters.reference import implementation
+
+    return implementation.train_skipgram(sentences, dim, window, negative, epochs, seed, 1, device=device)
+
+
+def _strictly_above(sentences, dim, window, negative, epochs, seed, min_count=1, *, device="cpu"):
+    """Wrong: keeps the words seen more than min_count times (> instead of >=)."""
+    from specformer.adapters.reference import implementation
+
+    return implementation.train_skipgram(sentences, dim, window, negative, epochs, seed, min_count + 1, device=device)
+
+
+@pytest.mark.parametrize("mutant", [Mutant("min-count-ignored", train_skipgram=_keeps_every_word),
+                                    Mutant("min-count-strict", train_skipgram=_strictly_above)],
+                         ids=lambda m: m.name)
+def test_the_threshold_catches_a_wrong_vocabulary(mutant) -> None:
+    row = assert_caught(MIN_COUNT, mutant, "float32")
+    assert "min_count" in row.message, row
+
+
+def test_the_threshold_passes_the_reference() -> None:
+    from specformer.adapters.reference import implementation
+
+    assert run_row(MIN_COUNT, implementation, "float32").outcome == "pass"

@@ -38,7 +38,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 import torch
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from specformer.context import Context
@@ -425,3 +425,40 @@ def fasttext_composes_words_from_the_ngram_lengths_it_is_given(ctx: Context, cor
     assert within - across >= MARGIN, (
         f"seen words {corpus.groups}: within {within:.3f}, across {across:.3f}, gap {within - across:.3f} "
         f"below {MARGIN}")
+
+
+# --- words below a count threshold are left out ------------------------------------------------
+
+
+@st.composite
+def threshold_corpora(draw: st.DrawFn) -> tuple[list[list[str]], int]:
+    """Sentences in which word ``w<k>`` appears ``k`` times (1 to 5), shuffled into sentences of 2 to 4 words, and a
+    threshold ``min_count`` from 1 to 5."""
+    counts = draw(st.lists(st.integers(1, 5), min_size=3, max_size=8), label="counts")
+    words = [f"w{i}" for i, n in enumerate(counts) for _ in range(n)]
+    words = draw(st.permutations(words), label="order")
+    sizes, sentences, start = draw(st.lists(st.integers(2, 4), min_size=len(words), max_size=len(words))), [], 0
+    for size in sizes:
+        if start >= len(words):
+            break
+        sentences.append(list(words[start:start + size]))
+        start += size
+    return sentences, draw(st.integers(1, 5), label="min_count")
+
+
+@claim_property("word2vec.min-count-threshold", needs=("train_skipgram",), dtypes=("float32",), max_examples=10)
+@given(case=threshold_corpora(), seed=st.integers(0, 2**31 - 1))
+@example(case=([["w0", "w1"], ["w1", "w2"], ["w2", "w2"]], 2), seed=0)
+def words_seen_fewer_than_min_count_times_are_left_out(ctx: Context, case, seed) -> None:
+    """The implementation's skip-gram trained with ``min_count`` keeps exactly the words seen ``min_count`` times
+    or more, each once, with one vector each: the rarer words are left out of the vocabulary (word2vec's and
+    gensim's rule; mapping them to an unknown token instead is the other practice 000 names, which a trainer
+    returning only its vocabulary does not show). The corpus's own counts are computed here."""
+    sentences, min_count = case
+    counts = Counter(w for s in sentences for w in s)
+    # inside train_skipgram's domain: some sentence keeps two words, so that there is a pair to train on
+    while min_count > 1 and not any(sum(counts[w] >= min_count for w in s) >= 2 for s in sentences):
+        min_count -= 1
+    words, vectors = ctx.train_skipgram(sentences, 8, 2, 2, 1, seed, min_count=min_count)
+    assert_the_vocabulary(words, sentences, min_count)
+    assert tuple(vectors.shape) == (len(words), 8), f"{tuple(vectors.shape)} vectors for {len(words)} words"

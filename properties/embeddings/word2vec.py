@@ -831,3 +831,61 @@ def words_sharing_contexts_end_up_closest(ctx: Context, corpus_seed, seed) -> No
     for (a, b), (u, w) in ((("king", "queen"), ("apple", "pear")), (("apple", "pear"), ("king", "queen"))):
         near, far = float(cos(a, b)), max(float(cos(a, u)), float(cos(a, w)))
         assert near > far, f"cos({a}, {b}) = {near:.3f} is not above cos({a}, {u} or {w}) = {far:.3f}"
+
+
+# --- 000's "cat" examples of CBOW and skip-gram -------------------------------------------------
+
+#: 000's sentence "The cat sat on the mat" as word ids 0..5 ("The" and "the" are different words), "cat" is id 1.
+CAT_SENTENCE = ["The", "cat", "sat", "on", "the", "mat"]
+CAT = 1
+#: 000's skip-gram example: given "cat" the model predicts "The", "sat", "on" (ids 0, 2, 3).
+CAT_SKIPGRAM = [0, 2, 3]
+#: 000's CBOW example: "The ____ sat on the mat", the whole sentence but "cat" (ids 0, 2, 3, 4, 5).
+CAT_CBOW = [0, 2, 3, 4, 5]
+
+
+def cat_contexts(ctx: Context, window: int) -> tuple[list[int], list[list[int]]]:
+    """The implementation's skip-gram context words of "cat" (sorted ids) and its CBOW contexts of "cat" (each
+    sorted) under a fixed ``window``, in 000's sentence."""
+    ids = list(range(len(CAT_SENTENCE)))
+    skipgram = sorted(context for centre, context in ctx.skipgram_pairs(ids, window) if centre == CAT)
+    cbow = [sorted(context) for context, centre in ctx.cbow_examples(ids, window) if centre == CAT]
+    return skipgram, cbow
+
+
+def named(ids: list[int]) -> list[str]:
+    return [CAT_SENTENCE[i] for i in ids]
+
+
+@claim_property("word2vec.cat-examples", needs=("skipgram_pairs", "cbow_examples"))
+@given(window=st.integers(1, 7))
+@example(window=2)
+@example(window=4)
+def the_cat_examples_need_window_2_for_skipgram_and_4_for_cbow(ctx: Context, window) -> None:
+    """Corrected: in 000's "The cat sat on the mat" (ids 0..5) the implementation's skip-gram context of "cat"
+    is exactly 000's {The, sat, on} for window 2 (and within ``window`` of position 1 for any window), and its
+    CBOW context of "cat" is 000's "The _ sat on the mat" (all five other words) exactly for windows of 4 or
+    more (four words lie to the right of "cat")."""
+    ctx.require("skipgram_window", "fixed")
+    ctx.require("cbow_context", "without_centre")
+    skipgram, cbow = cat_contexts(ctx, window)
+    within = [i for i in range(len(CAT_SENTENCE)) if i != CAT and abs(i - CAT) <= window]
+    assert skipgram == within, f"window {window}: skip-gram pairs 'cat' with {named(skipgram)}, not {named(within)}"
+    assert (skipgram == CAT_SKIPGRAM) == (window == 2), f"window {window}: 'cat' pairs with {named(skipgram)}"
+    assert cbow == [within], f"window {window}: the CBOW context of 'cat' is {[named(c) for c in cbow]}"
+    assert (cbow == [CAT_CBOW]) == (window >= 4), f"window {window}: CBOW context {[named(c) for c in cbow]}"
+
+
+@claim_property("word2vec.cat-examples", needs=("skipgram_pairs", "cbow_examples"), expect="counterexample")
+@given(window=st.integers(1, 7))
+@example(window=2)
+def one_window_gives_both_cat_examples_as_written(ctx: Context, window) -> None:
+    """As written: one window gives both of 000's examples, skip-gram's "cat" predicting exactly "The", "sat",
+    "on" and CBOW's "The _ sat on the mat". Window 2 gives the first, and CBOW the context [The, sat, on];
+    only windows of 4 or more give the second, and then skip-gram pairs "cat" with all five words."""
+    ctx.require("skipgram_window", "fixed")
+    ctx.require("cbow_context", "without_centre")
+    skipgram, cbow = cat_contexts(ctx, window)
+    assert skipgram == CAT_SKIPGRAM and cbow == [CAT_CBOW], (
+        f"window {window}: skip-gram pairs 'cat' with {named(skipgram)}, CBOW's context is "
+        f"{[named(c) for c in cbow]}: not both of 000's examples")
