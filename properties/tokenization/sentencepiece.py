@@ -30,7 +30,7 @@ from specformer.reference.tokenization import unigram as ref
 
 from . import strategies as sf
 from .strategies import plain_texts, plain_words
-from .wordpiece import EXAMPLES, PREFIX, library, vocabularies
+from .wordpiece import EXAMPLES, LETTERS, PREFIX, library, vocabularies
 
 MARKER = "\u2581"
 
@@ -142,7 +142,7 @@ def regroup(pieces: list[str], prefix: str = PREFIX) -> list[str]:
 
 
 @claim_property("sentencepiece.markers-track-boundaries", needs=("wordpiece",), dtypes=("float64",))
-@given(words=st.lists(st.text("abc", min_size=1, max_size=5), min_size=1, max_size=5),
+@given(words=st.lists(st.text(LETTERS, min_size=1, max_size=5), min_size=1, max_size=5),
        vocab=vocabularies(complete=True))
 def wordpiece_prefixes_recover_the_words(ctx: Context, words, vocab) -> None:
     """Corrected: for words that do not begin with ``##`` and are not unknown, a piece without ``##``
