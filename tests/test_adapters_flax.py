@@ -291,3 +291,32 @@ def test_flops_the_counter_cannot_see_make_the_cost_rows_not_applicable(flax_imp
 def test_a_position_past_the_table_fails_its_row(flax_impl: Any) -> None:
     row = run_row("absolute.the_implementations_table_has_rows_up_to_its_length_only", flax_impl, "float64")
     assert row.outcome == "fail" and "gave a row instead of raising" in row.message, (row.outcome, row.message)
+
+
+def _cache_dir_in_a_fresh_process(tmp_path: Any, **env: str) -> str:
+    import os
+    import subprocess
+    import sys
+
+    program = ("import jax, specformer.adapters.flax_layers as f\n"
+               "jax.jit(lambda x: x * 2)(jax.numpy.ones(3)).block_until_ready()\n"
+               "print(jax.config.jax_compilation_cache_dir)\n")
+    clean = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", "SPECFORMER_JAX_CACHE")}
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300,
+                          env={**clean, "XDG_CACHE_HOME": str(tmp_path / "xdg"), **env})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_compiled_programs_are_kept_on_disk_unless_the_user_chose_otherwise(tmp_path: Any) -> None:
+    """JAX's persistent compilation cache: on by default (under XDG_CACHE_HOME, per JAX version and CPU), in
+    the folder SPECFORMER_JAX_CACHE names, off with ``off``; a folder the user gave JAX is kept."""
+    default = _cache_dir_in_a_fresh_process(tmp_path)
+    assert default.startswith(str(tmp_path / "xdg" / "specformer" / f"jax-{jax.__version__}-")), default
+    assert any((tmp_path / "xdg" / "specformer").rglob("*")), "nothing was written to the cache"
+    chosen = tmp_path / "chosen"
+    assert _cache_dir_in_a_fresh_process(tmp_path, SPECFORMER_JAX_CACHE=str(chosen)) == str(chosen)
+    assert any(chosen.iterdir())
+    assert _cache_dir_in_a_fresh_process(tmp_path, SPECFORMER_JAX_CACHE="off") == "None"
+    own = tmp_path / "own"
+    assert _cache_dir_in_a_fresh_process(tmp_path, JAX_COMPILATION_CACHE_DIR=str(own)) == str(own)

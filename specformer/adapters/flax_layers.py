@@ -77,7 +77,9 @@ Every call of a new shape (or a new static setting: heads, eps, activation, caus
 compiles anew, as ``jax.jit`` does for any user; repeated shapes are served from JAX's cache.
 Since the suite draws new shapes for almost every example, the adapter bounds that cache: past
 :data:`MAX_COMPILED` programs it clears JAX's caches (:func:`release_compiled`), so that a worker
-serving hundreds of rows does not grow by gigabytes of compiled code.
+serving hundreds of rows does not grow by gigabytes of compiled code. JAX's persistent compilation
+cache is on (:func:`use_persistent_cache`): a program compiled by one worker or run is loaded, not
+compiled again, by the next.
 """
 
 from __future__ import annotations
@@ -99,6 +101,58 @@ from specformer.protocol import Capabilities, NotApplicable  # noqa: E402
 from specformer.protocol.attention import AttentionOutput  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
+
+#: Where JAX keeps compiled programs between processes and runs, unless the user set a folder of their own
+#: (``JAX_COMPILATION_CACHE_DIR``): ``SPECFORMER_JAX_CACHE`` names another folder, or ``off``.
+JAX_CACHE_ENV = "SPECFORMER_JAX_CACHE"
+#: The most the persistent cache holds on disk (JAX evicts the least recently used programs past it).
+JAX_CACHE_BYTES = 512 * 2**20
+
+
+def _cpu_fingerprint() -> str:
+    """A short digest of this machine's CPU and its instruction-set flags: a program compiled for one CPU is
+    never loaded on another that shares the folder (a home folder on a network disk)."""
+    import hashlib
+    import platform
+
+    flags = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            flags = next((line for line in info if line.startswith(("flags", "Features"))), "")
+    except OSError:
+        pass
+    return hashlib.sha256(f"{platform.machine()} {platform.processor()} {flags}".encode()).hexdigest()[:12]
+
+
+def use_persistent_cache() -> str | None:
+    """Turn on JAX's persistent compilation cache, as JAX's documentation advises for programs that compile
+    the same functions in many processes; the folder used, or None (off, or the user's own setting kept).
+
+    Each worker process, and each run, would otherwise compile every shape anew: with the folder shared,
+    a program compiled once is loaded by every later worker, row and run (measured: the encoder topic's
+    15 rows took 164 s with no cache, 128 s with an empty one, 39 s with a filled one). The folder is
+    ``$XDG_CACHE_HOME/specformer`` (else ``~/.cache/specformer``), per JAX version and CPU; a folder that
+    cannot be made leaves the cache off. The answers do not change: a loaded program is the one compiled.
+    """
+    chosen = os.environ.get(JAX_CACHE_ENV, "")
+    if chosen.lower() == "off" or os.environ.get("JAX_COMPILATION_CACHE_DIR") \
+            or jax.config.jax_compilation_cache_dir:
+        return None
+    if not chosen:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        chosen = os.path.join(base, "specformer", f"jax-{jax.__version__}-{_cpu_fingerprint()}")
+    try:
+        os.makedirs(chosen, exist_ok=True)
+    except OSError:
+        return None
+    jax.config.update("jax_compilation_cache_dir", chosen)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    jax.config.update("jax_compilation_cache_max_size", JAX_CACHE_BYTES)
+    return chosen
+
+
+use_persistent_cache()
 
 #: The feed-forward non-linearities, by the protocol's names (module constants: a jitted function's statics).
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
