@@ -229,21 +229,11 @@ def become_subreaper(on: bool = True) -> bool:
 
 
 def process_table() -> dict[int, tuple[int, str, int]]:
-    """Every visible process: pid -> (parent pid, state letter, process group), from ``/proc``."""
-    out: dict[int, tuple[int, str, int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return out
-    for entry in entries:
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                out[int(entry)] = (int(fields[1]), fields[0], int(fields[2]))
-            except (OSError, IndexError, ValueError):
-                continue
-    return out
+    """Every visible process: pid -> (parent pid, state letter, process group), from ``/proc``
+    (:func:`specformer.runner.memory.processes` reads it)."""
+    from specformer.runner.memory import processes
+
+    return {pid: (parent, state, group) for pid, (parent, group, state) in processes().items()}
 
 
 def descendants(root: int | None = None, exclude: frozenset[int] = frozenset()) -> list[int]:
