@@ -7,6 +7,10 @@ mutant rows. Tests of crashes, hangs and hostile code go through real workers.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from hypothesis import Phase, settings
@@ -67,3 +71,18 @@ def assert_judged_alone(right: object, wrong: object, alone: tuple[str, ...], to
         assert row.outcome == "pass" and row.examples_checked > 0, (qualname, row.outcome, row.message)
         row = run_row(qualname, wrong)
         assert row.outcome == "fail", (qualname, row.outcome, row.message)
+
+
+def cli(*args: str, cwd: Path, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    """``specformer ARGS`` in a fresh interpreter (``timeout``: the test's backstop, never the run's own end)."""
+    return subprocess.run([sys.executable, "-m", "specformer", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")

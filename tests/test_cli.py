@@ -24,6 +24,7 @@ from specformer.property import load_properties
 from specformer.report.model import REPORT_SCHEMA
 from specformer.runner.plugin import implementation_of, scope_of
 from specformer.runner.row import MATH, reproduce_command
+from conftest import cli
 
 SUMS = "attention.weights-sum-to-one"
 #: A row's line under ``-v`` with xdist: ``[gw0] [ 16%] PASSED attention/attention.py::p[reference-cpu-float32]``
@@ -32,11 +33,6 @@ SUMS = "attention.weights-sum-to-one"
 ROW_LINE = re.compile(r"\[(gw\d+)\] \[\s*\d+%\] [A-Z]+ (\S+\.py::\w+\[[^\]\s]+\])")
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``specformer ARGS`` in a fresh interpreter (the run command starts pytest)."""
-    return subprocess.run([sys.executable, "-m", "specformer", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=1800)
 
 
 # -- specformer claims (in-process: it does not start pytest) ----------------------------

@@ -17,14 +17,11 @@ from specformer.runner.row import RowResult
 from specformer.runner.selection import SelectionError, failed_rows, read_report, row_selected
 
 from test_deviations import MUTANT, PROP
+from conftest import cli
 
 KEYS = ("claim", "property", "implementation", "device", "dtype", "outcome", "message", "counterexample", "seed",
         "examples_generated", "examples_checked")
 
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "specformer", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=1800)
 
 
 def row(outcome: str, **kwargs: Any) -> RowResult:

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from specformer.runner import memory
+from conftest import alive
 
 LIMIT_MIB = 512
 PROPERTIES = ["attention.output_matches_the_formula", "attention.the_slides_weights_give_the_slides_output"]
@@ -114,14 +115,6 @@ class FillsDevShm:
         return correct_attention(q, k, v, mask, causal)
 '''
 
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie is not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
 
 
 def run_against(tmp_path: Path, name: str) -> dict[str, Any]:

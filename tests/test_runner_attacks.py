@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 import pytest
 
 from specformer.runner import confine
+from conftest import alive, cli
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_impls.py"
 SLIDE = "attention.the_slides_weights_give_the_slides_output"
@@ -38,21 +38,6 @@ FORMULA = "attention.output_matches_the_formula"
 DETERMINISM = "bpe.training_the_same_counts_again_gives_the_same_merges"
 
 needs_confinement = pytest.mark.skipif(not confine.supported(), reason="workers are confined on Linux x86-64/AArch64")
-
-
-def cli(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """``specformer ARGS`` in a fresh interpreter (``timeout``: the test's backstop, never the run's own end)."""
-    return subprocess.run([sys.executable, "-m", "specformer", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie is not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
 
 
 def rows_of(report: dict[str, Any], name: str) -> list[dict[str, Any]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 import time
@@ -26,27 +25,13 @@ import pytest
 from specformer.runner import confine
 from specformer.runner.cli import main
 from specformer.report.model import REPORT_SCHEMA
+from conftest import alive, cli
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_impls.py"
 SLIDE = "attention.the_slides_weights_give_the_slides_output"
 #: Whether workers run confined here (runner.confine): signals to the harness's processes are refused.
 CONFINED = confine.supported()
 CLASSES = ["KillsItsForkServer", "StopsItsForkServer", "AnswersOutOfTurn", "LeavesAForger"]
-
-
-def cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """``specformer ARGS`` in a fresh interpreter."""
-    return subprocess.run([sys.executable, "-m", "specformer", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie is not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
 
 
 @pytest.fixture(scope="module")
