@@ -142,6 +142,7 @@ class Worker:
         self._dead = False
         self._spin_s = settings.spin_s
         self._memory_mib = settings.memory_mib
+        self._memory: memory.Watch | None = None  # begun at the worker's first wait (_memory_watch)
         self.holds_device = False  # asked to run on an accelerator: it holds a device context (WorkerPool.worker)
         # its own temporary directory (and, for the second process of a determinism check, its own working
         # directory): what one worker wrote there, another cannot find; removed when the worker ends
@@ -223,10 +224,9 @@ class Worker:
 
     def _memory_watch(self) -> memory.Watch:
         """This worker's :class:`memory.Watch`, begun at its first wait (the load's)."""
-        watch = self.__dict__.get("_memory")
-        if watch is None:
-            watch = self._memory = memory.Watch(self.pid)
-        return watch
+        if self._memory is None:
+            self._memory = memory.Watch(self.pid)
+        return self._memory
 
     def _watch_memory(self, what: str, every_s: float) -> None:
         """Kill the worker, with what it started, when they hold more than the memory limit (read at most every
