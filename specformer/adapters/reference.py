@@ -336,6 +336,17 @@ class ReferenceImplementation:
                                max_n=max_n, seed=seed)
         return torch.stack([model.vector(word) for word in queries]).to(device)  # (Q, d)
 
+    def train_glove(self, sentences: list[list[str]], dim: int, window: int, epochs: int, seed: int,
+                    x_max: float = 100.0, alpha: float = 0.75, min_count: int = 1, *,
+                    device: str = "cpu") -> tuple[list[str], torch.Tensor]:
+        """:func:`specformer.reference.embeddings.glove_training.train_glove` (AdaGrad, float64), returning
+        ``w + w~``."""
+        from specformer.reference.embeddings.glove_training import train_glove
+
+        model = train_glove(sentences, dim=dim, window=window, epochs=epochs, x_max=x_max, alpha=alpha,
+                            min_count=min_count, seed=seed)
+        return list(model.vocab.words), model.vectors.to(device)
+
     def token_vectors(self, text: str, layer: int = -1) -> tuple[list[str], torch.Tensor]:
         """:func:`specformer.reference.embeddings.contextual.token_vectors` (float64, on the CPU)."""
         from specformer.reference.embeddings.contextual import token_vectors

@@ -172,6 +172,24 @@ class EmbeddingCalls(_Base):
                                   "max_n"))
         return self._trained("train_fasttext", result, (len(queries), dim), "the vectors of the queried words")
 
+    def train_glove(self, sentences: list[list[str]], dim: int, window: int, epochs: int, seed: int,
+                    x_max: float = 100.0, alpha: float = 0.75, min_count: int = 1) -> tuple[list[str], torch.Tensor]:
+        """The implementation's trained GloVe vocabulary and vectors ``(V, dim)`` (its own floating dtype, on the
+        device under test), as float64; the vocabulary must be distinct strings."""
+        from specformer.checked.tokenization import _items
+        from specformer.runner.wire import describe
+
+        result = self.call("train_glove", [list(s) for s in sentences], dim, window, epochs, seed, x_max, alpha,
+                           min_count, names=("sentences", "dim", "window", "epochs", "seed", "x_max", "alpha",
+                                             "min_count"), device=str(self.device))
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise ImplementationError(f"train_glove returned {describe(result)}, expected (words, vectors)")
+        words = _items("train_glove", result[0], str, "the trained vocabulary")
+        if len(set(words)) != len(words):
+            raise ImplementationError("train_glove returned a vocabulary that lists a word twice")
+        vectors = self._trained("train_glove", result[1], (len(words), dim), "the trained vectors")
+        return words, vectors
+
     def _trained(self, op: str, value: object, shape: tuple[int, int], what: str) -> torch.Tensor:
         """A trained ``shape`` tensor in any floating dtype, on the device under test, finite; as float64."""
         vectors = _own_vectors(op, value, shape[0], what)

@@ -38,6 +38,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "fasttext_vector": ("char_ngrams",),
     "glove_loss": ("glove_weight",),
     "train_skipgram": ("skipgram_pairs", "noise_distribution", "negative_sampling_loss"),
+    "train_glove": ("glove_cooccurrence", "glove_weight", "glove_loss"),
     "train_fasttext": ("char_ngrams", "fasttext_vector", "skipgram_pairs", "noise_distribution",
                        "negative_sampling_loss"),
 }

@@ -73,6 +73,18 @@ contextual model (``token_vectors``), which keep the model's own floating dtype.
   ``(len(queries), dim)`` on ``device``, in its own floating dtype. The queries come with the
   corpus because a call keeps no model between calls, and because fastText and gensim hash
   n-grams into buckets, so no finite n-gram table holds every word's n-grams;
+* ``train_glove(sentences, dim, window, epochs, seed, x_max=100.0, alpha=0.75, min_count=1, device=...)``: GloVe
+  (Pennington et al., 2014) trained on ``sentences`` (``list[list[str]]``): the vocabulary is the words seen at least
+  ``min_count`` times (the others are dropped before the windows are laid), the counts are ``glove_cooccurrence``'s
+  (a pair ``d <= window`` positions apart inside a sentence adds ``1/d`` to ``X[a, b]`` and ``X[b, a]``; the corpus
+  enters the fit only through the vocabulary, the words' counts and ``X``), and the fit
+  minimises ``glove_loss`` with the weighting ``f(x) = min(1, (x / x_max)^alpha)`` over ``epochs`` passes, drawn from
+  ``seed`` (the same seed gives the same vectors); returns the vocabulary (``list[str]``) and one vector per word
+  ``(V, dim)`` on ``device``, in the implementation's own floating dtype. The vectors are the paper's ``w + w~`` (the
+  sum of a word's word and context vectors) or the word vectors ``w`` alone: the properties compare a trainer with
+  itself (same seed, other corpora of the same counts met in the same order, other weights), never with fixed
+  numbers, so either passes; the optimiser, its rate, the initial draw and the order it visits the pairs in are
+  the implementation's own;
 * ``token_vectors(text, layer=-1)``: a contextual model the implementation holds, run on
   one text: its tokens (``list[str]``, special tokens included as the model sees them) and
   their vectors ``(len(tokens), d)`` after layer ``layer`` (``0``: the input embeddings,
@@ -185,7 +197,8 @@ class WordVectorTrainingImplementation(Protocol):
 
 
 class WordVectorTrainerImplementation(Protocol):
-    """Static word vectors trained on the caller's corpus: word2vec's and FastText's skip-gram with negative sampling."""
+    """Static word vectors trained on the caller's corpus: word2vec's and FastText's skip-gram with negative sampling,
+    and GloVe."""
 
     name: str
 
@@ -207,6 +220,16 @@ class WordVectorTrainerImplementation(Protocol):
         the trained model's vectors of ``queries`` (seen or unseen words), ``(len(queries), dim)`` on ``device``.
 
         No subsampling of frequent words, as for ``train_skipgram`` (fastText's ``t=1``).
+        """
+        ...
+
+    def train_glove(self, sentences: list[list[str]], dim: int, window: int, epochs: int, seed: int,
+                    x_max: float = 100.0, alpha: float = 0.75, min_count: int = 1, *,
+                    device: str = "cpu") -> tuple[list[str], torch.Tensor]:
+        """Train GloVe on the ``1/d``-weighted symmetric counts of ``sentences`` within ``window`` (windows end
+        at a sentence's end), weighting each non-zero count by ``min(1, (x / x_max)^alpha)``, ``epochs`` passes,
+        drawn from ``seed``; returns the vocabulary (words seen ``min_count`` times or more) and one vector per
+        word ``(V, dim)`` on ``device``: ``w + w~`` (the paper's) or ``w``.
         """
         ...
 
@@ -314,5 +337,6 @@ FAMILY = Family("embeddings", (
     Operation("fasttext_vector", WordVectorTrainingImplementation),
     Operation("train_skipgram", WordVectorTrainerImplementation),
     Operation("train_fasttext", WordVectorTrainerImplementation),
+    Operation("train_glove", WordVectorTrainerImplementation),
     Operation("token_vectors", ContextualImplementation),
 ), CONVENTIONS)
