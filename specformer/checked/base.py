@@ -264,6 +264,8 @@ class ContextBase:
         status = answer.get("status")
         if status == "missing":
             raise NotApplicable(f"{self.impl_name} does not provide {op}")
+        if status == "older-protocol":  # written before a protocol change whose part the harness cannot do
+            raise NotApplicable(f"{self.impl_name}.{_text(answer.get('message', ''), 600)}")
         if status == "not-applicable":
             if self.capabilities is not None:  # inside the declared domain, an answer is owed
                 raise ImplementationError(

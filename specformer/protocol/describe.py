@@ -95,6 +95,14 @@ def describe(family: str) -> str:
         for name, convention in conventions.items():
             values = ", ".join(repr(v) for v in convention.values)
             out.append(_indent(f"{name}: {values}\n{_indent(_fill(convention.doc))}", "  "))
+    from specformer.protocol.versions import CHANGES, PROTOCOL_VERSION
+
+    methods = {op.method for op in FAMILIES[family].operations}
+    changes = [c for c in CHANGES if c.operation in methods]
+    out.append(f"Protocol version {PROTOCOL_VERSION} (`specformer protocol` lists every change)."
+               + ("" if not changes else " Changes to this family's operations since version 1 (code written before "
+                  "a change keeps working: the harness does the new part where it can, else the row is not "
+                  "applicable):\n" + "\n".join(f"  {c.line()}" for c in changes)))
     examples = EXAMPLES.get(family, ())
     if examples:
         out.append("Worked examples (each holds for the reference implementation; tests check them):")
@@ -105,10 +113,13 @@ def describe(family: str) -> str:
 
 def overview() -> str:
     """The families and their operations, one line each, and how to see one."""
+    from specformer.protocol.versions import history
+
     lines = ["The protocol's families and their operations (specformer protocol FAMILY prints one):", ""]
     for name, family in FAMILIES.items():
         lines.append(textwrap.fill(", ".join(op.method for op in family.operations), 92, initial_indent=f"  {name:14}",
                                    subsequent_indent=" " * 16, break_on_hyphens=False))
+    lines += ["", history()]
     return "\n".join(lines) + "\n"
 
 

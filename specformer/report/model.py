@@ -28,6 +28,7 @@ import numpy
 import torch
 
 import specformer
+from specformer.protocol.versions import PROTOCOL_VERSION
 from specformer.runner import devices
 from specformer.runner.row import OUTCOMES, RowResult, unchecked_implementations
 
@@ -100,6 +101,9 @@ REPORT_SCHEMA: dict[str, Any] = {
                     "library": {"type": ["object", "null"], "required": ["name", "version"],
                                 "properties": {"name": {"type": "string"},
                                                "version": {"type": ["string", "null"]}}},
+                    # optional (added within version 2): its operations written before a protocol change, and
+                    # what the harness does for them (specformer.protocol.versions)
+                    "protocol_notes": {"type": "array", "items": {"type": "string"}},
                     # optional (added within version 2): the SHA-256 of an implementation named by its file
                     "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
                 },
@@ -133,6 +137,7 @@ def environment(profile: str, command: str) -> dict[str, Any]:
     """The report's environment header."""
     return {
         "specformer": specformer.__version__,
+        "protocol": PROTOCOL_VERSION,
         "python": platform.python_version(),
         "torch": torch.__version__,
         "hypothesis": hypothesis.__version__,

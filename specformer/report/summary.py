@@ -630,6 +630,8 @@ def summary_lines(rows: Sequence[Mapping[str, Any]], impls: Sequence[Mapping[str
         shapes = shapes_line(impl["name"], rows) if impl["status"] == "loaded" else None
         if shapes:
             out.append((shapes, {}))
+        for note in impl.get("protocol_notes") or ():  # operations written before a protocol change
+            out.append((f"  –   {impl['name']}: {note}", {}))
     if math_left_out:
         out.append((f"  –   {math_left_out} selected properties call no implementation and were not run "
                     "(they run in the suite's own run; add --with-math to run them here)", {}))

@@ -225,6 +225,9 @@ class SuiteState:
                    if not {op.method for op in family.operations} & set(operations)]
         entry = implementation_entry(str(answer.get("name") or spec), spec, operations, omitted_families=omitted,
                                      capabilities=capabilities)
+        notes = answer.get("protocol_notes")
+        if isinstance(notes, list) and notes:  # operations written before a protocol change (protocol/versions.py)
+            entry["protocol_notes"] = [str(note)[:500] for note in notes[:20]]
         # a default is not asked for by name (specformer run passes its default set with --default-impls)
         entry["asked"] = spec in (self.option("specformer_impl") or []) and not self.option("specformer_default_impls")
         return entry

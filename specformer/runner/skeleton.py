@@ -155,6 +155,8 @@ def _capabilities(family: str, module: Any, arrays: str = "torch") -> list[str]:
 def skeleton(family: str, arrays: str = "torch") -> str:
     """The source of a skeleton adapter for ``family`` (module doc); ``arrays`` ``"jax"`` or ``"numpy"`` writes
     one whose operations take and answer with that library's arrays (:data:`ARRAY_SKELETONS`)."""
+    from specformer.protocol.versions import PROTOCOL_VERSION
+
     if arrays != "torch" and arrays not in ARRAY_SKELETONS:
         raise KeyError(arrays)
     protocol = importlib.import_module("specformer.protocol")
@@ -177,10 +179,11 @@ def skeleton(family: str, arrays: str = "torch") -> str:
     head = [
         f'"""A specformer adapter for the {family} family: fill in the operations you provide.',
         "",
-        f"Written by `specformer new {family}`. Every operation of the family's protocol is below,",
-        "with its signature and documentation. An operation still marked @not_implemented is",
-        "not provided: its rows are not applicable and the summary names it once. Remove the",
-        "marker when you write the body; delete the operations you will not provide.",
+        f"Written by `specformer new {family}` for protocol version {PROTOCOL_VERSION}. Every operation of the",
+        "family's protocol is below, with its signature and documentation. An operation still marked",
+        "@not_implemented is not provided: its rows are not applicable and the summary names it once.",
+        "Remove the marker when you write the body; delete the operations you will not provide.",
+        "A later protocol version keeps this file working (`specformer protocol` lists the changes).",
         "",
         "Check it:  specformer run --impl THIS_FILE.py",
         "",

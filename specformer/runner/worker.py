@@ -39,7 +39,7 @@ import torch
 
 from specformer.runner import confine, wire
 from specformer.runner.loading import ImplementationLoadError, load_implementation
-from specformer.protocol import CapabilityError, NotApplicable, declared_capabilities, provided_operations
+from specformer.protocol import CapabilityError, NotApplicable, declared_capabilities, provided_operations, versions
 
 #: Longest message kept from an exception raised by the implementation.
 MAX_MESSAGE = 2000
@@ -262,6 +262,11 @@ def call(impl: Any, request: dict[str, Any], arrays: str = "torch") -> dict[str,
     args, kwargs = wire.rebuild((tuple(request["args"]), dict(request["kwargs"])), arrive)
     applied = {k: v for k, v in request.get("optional", {}).items() if accepts(method, k)}
     kwargs.update(applied)
+    # an operation written before a protocol change: the harness does the change's part, or the row is not applicable
+    adaptation = versions.adapt(request["method"], kwargs, lambda keyword: accepts(method, keyword))
+    if adaptation.refusal is not None:
+        return {"status": "older-protocol", "message": adaptation.refusal}
+    kwargs = adaptation.kwargs
     given = [t for t, _, _ in received]
     device = torch.device(request.get("device", "cpu"))
     if device.type != "cpu":
@@ -316,6 +321,13 @@ def call(impl: Any, request: dict[str, Any], arrays: str = "torch") -> dict[str,
             except ArrayConversionError as exc:
                 return {"status": "unencodable", "message": f"its answer could not be converted from {arrays} to "
                                                             f"torch: {safe_str(exc)}"}
+        if adaptation.move_to is not None or adaptation.convert_to is not None:
+            try:
+                value = _adapted_answer(value, adaptation)
+            except Exception as exc:  # noqa: BLE001 - an answer that is not what the protocol asks for
+                return {"status": "unencodable", "message": f"its answer could not be moved to {adaptation.move_to} "
+                                                            f"(the harness does that for {request['method']}, written "
+                                                            f"before a protocol change): {safe_str(exc, 300)}"}
     except NotApplicable as exc:
         return {"status": "not-applicable", "message": safe_str(exc)}
     except BaseException as exc:  # noqa: BLE001 - everything the implementation raises is its answer
@@ -353,6 +365,17 @@ def call(impl: Any, request: dict[str, Any], arrays: str = "torch") -> dict[str,
     return answer
 
 
+def _adapted_answer(value: Any, adaptation: versions.Adaptation) -> Any:
+    """The answer of an operation written before a protocol change, with the change's part done by the harness:
+    its tensors moved to the device under test, its floating tensors converted to the dtype asked for."""
+    def adapted(tensor: torch.Tensor) -> torch.Tensor:
+        if adaptation.convert_to is not None and tensor.is_floating_point():
+            tensor = tensor.to(dtype=adaptation.convert_to)
+        return tensor.to(adaptation.move_to) if adaptation.move_to is not None else tensor
+
+    return wire.rebuild(value, adapted)
+
+
 def _argument_names(request: dict[str, Any], args: tuple[Any, ...]) -> list[str]:
     """The protocol's names of the positional arguments (``argument N`` past the names given)."""
     names = list(request.get("names", ()))
@@ -387,8 +410,11 @@ def load(spec: str) -> tuple[Any, dict[str, Any]]:
     except BaseException as exc:  # noqa: BLE001 - a malformed declaration, or one whose property raises
         what = safe_str(exc) if isinstance(exc, CapabilityError) else f"{type(exc).__name__}: {safe_str(exc)}"
         return None, {"status": "load-error", "message": f"its capability declaration is malformed: {what}"}
+    earlier = versions.earlier_signatures(operations, lambda op, keyword: accepts(getattr(loaded.obj, op, None),
+                                                                                  keyword))
     return loaded.obj, {"status": "loaded", "name": safe_str(loaded.name, 200), "operations": operations,
-                        "capabilities": capabilities.to_plain() if capabilities is not None else None}
+                        "capabilities": capabilities.to_plain() if capabilities is not None else None,
+                        **({"protocol_notes": earlier} if earlier else {})}
 
 
 def _answer(reply: dict[str, Any]) -> bytes:

@@ -184,6 +184,26 @@ def protocol_page(family: str) -> str:
     return "\n\n".join(part for part in out if part)
 
 
+def versions_section() -> str:
+    """The protocol's version and its changes, as a Markdown section (:mod:`specformer.protocol.versions`)."""
+    from specformer.protocol.versions import CHANGES, PROTOCOL_VERSION
+
+    def code(text: str) -> str:
+        return f"`{text}`"
+
+    done = {"move": "the harness moves the answer to the device under test",
+            "convert": "the harness converts the answer to the dtype asked for", None: "the row is not applicable"}
+    rows = "\n".join(f"| {c.version} | {code(c.operation)} | "
+                     + (f"takes the keyword {code(c.keyword)}: {c.what} | {done[c.harness]} |" if c.keyword
+                        else f"{c.what} | — |") for c in CHANGES)
+    return (f"## Versions\n\nThis is version {PROTOCOL_VERSION} of the protocol. Code written against an earlier "
+            "version keeps working: where an operation lacks a keyword that a later version added, the harness does "
+            "that part itself, or, where it cannot, the row is not applicable with a message that names the change "
+            "(never an error). The report records the version (`environment.protocol`) and, per implementation, "
+            "what the harness did for it (`protocol_notes`).\n\n"
+            "| version | operation | change | for code written before it |\n|---|---|---|---|\n" + rows)
+
+
 def protocol_index(families: Sequence[str]) -> str:
     """The protocol's overview: what an implementation is, and a link per family."""
     links = "\n".join(f"- [{family_title(f)}]({f}.md)" for f in families)
@@ -193,6 +213,6 @@ def protocol_index(families: Sequence[str]) -> str:
             "property whose operations it provides, on each device and dtype; a property whose operations are "
             "missing is *not applicable*, not a failure. Each family's page gives every operation with its "
             "signature and docstring, the fields of its parameter classes and its conventions.\n\n"
-            f"{links}\n\n"
+            f"{links}\n\n" + versions_section() + "\n\n"
             "::: specformer.protocol.base\n    options:\n      show_root_heading: false\n"
             "      show_root_toc_entry: false\n      heading_level: 2\n")
