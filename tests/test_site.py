@@ -400,3 +400,36 @@ def test_a_row_whose_outcome_differs_between_reports_is_marked():
     for merged in (merge_reports([cuda]), merge_reports([cuda, cuda])):
         page = claim_page(make_claims()[SUMS], [], merged["rows"], runs=merged["runs"])
         assert "sf-differs" not in page and "*differs*" not in page
+
+
+def test_an_implementation_page_lists_its_operations_and_each_failures_call_and_replay_command(tmp_path):
+    """A user's implementation in the first of two merged reports keeps its operations; a failing cell links to
+    the call ``specformer run`` printed and the ``specformer replay`` command, the call fenced as it is."""
+    claims = load_claims()
+    first = next(c for c in claims.values() if c.family == "attention")
+    hostile = "import torch\nimpl.attention(torch.tensor([1.]), '```</code><b>x</b>')"
+    failing = row(first.id, "attention.p", "mine", "fail", message="attention output: 1 of 1 <i>entries</i>",
+                  call=hostile, reproduce="specformer run --impl mine.py --claims x --property attention.p")
+    glimpse = row(first.id, "attention.q", "mine", "fail", message="other", dtype="float64",
+                  call="import torch\nimpl.attention(<tensor shape (2, 40) float32: 1, 2, ...>, causal=True)",
+                  reproduce="specformer run --impl mine.py --claims x --property attention.q")
+    mine = {**make_report([failing, glimpse]),
+            "implementations": [{"name": "mine", "spec": "mine.py", "operations": ["attention", "multihead_attention"]}]}
+    other = {**make_report([row(first.id, "attention.p", "torch", "pass")]),
+             "implementations": [{"name": "torch", "spec": "torch", "operations": ["attention"]}]}
+    paths = [tmp_path / "mine.json", tmp_path / "torch.json"]
+    for path, report in zip(paths, (mine, other)):
+        path.write_text(json.dumps(report))
+    page = generate(paths)["implementations/mine.md"]
+    assert "does not list this implementation's operations" not in page
+    assert "[<code>multihead&#95;attention</code>](../protocol/attention.md)" in page
+    assert "## Failing calls" in page and "· [the failing call](#failure-1)" in page and 'id="failure-1"' in page
+    # the call as Python, in a fence longer than any backtick run in it; everything else escaped
+    assert "````python\nimport torch\nimpl.attention(torch.tensor([1.]), '```</code><b>x</b>')\n````" in page
+    assert "<i>entries</i>" not in page.replace("```text\nattention output: 1 of 1 <i>entries</i>", "")
+    assert ("specformer replay mine.json 'attention.p[mine/cpu/float32]' --impl mine.py" in page
+            and "REPORT`: the report file" not in page)
+    # a value too large to print is read from the file the replay command writes, never shown as <tensor ...>
+    assert "saved = torch.load('replay/attention.q-mine-cpu-float64.pt', weights_only=False)" in page
+    assert "impl.attention(saved['call']['args'][0], causal=True)" in page and "<tensor" not in page
+    assert "## Failing calls" not in generate(paths)["implementations/torch.md"]

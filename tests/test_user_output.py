@@ -3,16 +3,20 @@
 Each test here can fail: the grouping must merge the same failure across dtypes and
 keep different failures apart; a signature mismatch must name the user's file, not the
 harness's; the static property index must agree with the imported registry; shrinking
-must stop at the budget and say so; ``replay`` must save inputs that reproduce the failure.
+must stop at the budget and say so; ``replay`` must save inputs that reproduce the failure; the call a
+failure block prints, pasted into a fresh interpreter, must answer wrongly on the buggy file and rightly
+on the correct one (a call whose answer was right, the last one made, fails that test).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -142,6 +146,25 @@ def test_seeded_tensors_render_as_the_expression_that_draws_them() -> None:
     text = render_value(t)
     assert "manual_seed(7)" in text and "(3, 4, 5)" in text
     assert torch.equal(eval(text, {"torch": torch}), t)  # noqa: S307
+
+
+def test_a_large_tensor_of_one_value_is_written_once_and_a_printed_call_never_holds_a_glimpse() -> None:
+    from specformer.report.summary import printed_call
+
+    for t in (torch.zeros(2, 4, 14, dtype=torch.float64), torch.full((40,), -0.0), torch.ones(50, dtype=torch.bool),
+              torch.full((5, 9), float("nan"), dtype=torch.float16), torch.full((40,), 0.1, dtype=torch.bfloat16)):
+        text = render_value(t)
+        back = eval(text, {"torch": torch})  # noqa: S307 - our own rendering
+        assert text.startswith("torch.full(") and back.dtype == t.dtype and back.shape == t.shape, text
+        assert torch.equal(back.signbit(), t.signbit()) and torch.equal(back.isnan(), t.isnan()), text
+        assert torch.equal(back.nan_to_num(), t.nan_to_num()), text
+    row = {**_row("float32", "bad"), "call": "import torch\nimpl.attention(<tensor shape (2, 40) float32: 1, 2, ...>, "
+           "'<', {'w': <tensor shape (9, 9) float32: 1, ...>}, mask=<tensor shape (5, 5) bool: True, ...>)"}
+    call, _ = printed_call(row)
+    assert call == ["import torch", "saved = torch.load('replay/attention.output_matches_the_formula-mine-cpu-float32.pt',"
+                    " weights_only=False)  # `specformer replay REPORT ROW` writes it",
+                    "impl.attention(saved['call']['args'][0], '<', saved['call']['args'][2], "
+                    "mask=saved['call']['kwargs']['mask'])"], call
 
 
 def test_large_tensors_show_shape_dtype_and_first_values() -> None:
@@ -284,30 +307,85 @@ def test_a_cut_row_of_a_property_that_draws_inside_its_body_is_a_failure_not_a_f
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
+#: skip-gram's (centre, context) pairs, planted into the embeddings example (which has none): correct, and with
+#: the window cut short on the right
+SKIPGRAM = """    def skipgram_pairs(self, ids: list[int], window: int) -> list[tuple[int, int]]:
+        if window < 1:
+            raise ValueError("the window must be at least 1")
+        return [(centre, ids[j]) for t, centre in enumerate(ids)
+                for j in range(max(0, t - window), min(len(ids), t + window + 1)) if j != t]
 
-@pytest.mark.parametrize("example, old, new, call", [
+    def cosine_similarity("""
+
+#: A planted bug per basic operation, across the five families: (example, text replaced, its replacement, the
+#: call the first block must show, the topic that keeps the run short); a ``None`` text plants the correct
+#: ``SKIPGRAM`` first, the file compared with. The correct file is the example itself.
+PLANTED = {
     # BPE: the merges applied in reverse order
-    ("tokenization.py", "for pair in merges:", "for pair in reversed(merges):", "impl.bpe_encode("),
+    "bpe_encode": ("tokenization.py", "for pair in merges:", "for pair in reversed(merges):", "impl.bpe_encode(", "bpe"),
     # embeddings: the cosine without the norm of b
-    ("embeddings.py", "norms = a.norm(dim=-1) * b.norm(dim=-1)", "norms = a.norm(dim=-1) * a.norm(dim=-1)",
-     "impl.cosine_similarity("),
+    "cosine_similarity": ("embeddings.py", "norms = a.norm(dim=-1) * b.norm(dim=-1)",
+                          "norms = a.norm(dim=-1) * a.norm(dim=-1)", "impl.cosine_similarity(", "similarity"),
+    # embeddings: skip-gram pairs without the right end of the window
+    "skipgram_pairs": ("embeddings.py", None, "min(len(ids), t + window)", "impl.skipgram_pairs(", "word2vec"),
     # attention: scores divided by d_k, not its square root
-    ("attention.py", "/ math.sqrt(q.shape[-1])", "/ q.shape[-1]", "impl.attention("),
+    "attention": ("attention.py", "/ math.sqrt(q.shape[-1])", "/ q.shape[-1]", "impl.attention(", "attention"),
     # positions: cosines where the sines go
-    ("positions.py", "pe[:, 0::2] = torch.sin(angles)", "pe[:, 0::2] = torch.cos(angles)", "impl.positional_encoding("),
+    "positional_encoding": ("positions.py", "pe[:, 0::2] = torch.sin(angles)", "pe[:, 0::2] = torch.cos(angles)",
+                            "impl.positional_encoding(", "sinusoidal"),
+    # positions: the first of each pair turned the wrong way (position 0 is still the identity)
+    "rotary": ("positions.py", "turned_first = first * cos - second * sin", "turned_first = first * cos + second * sin",
+               "impl.rotary(", "rope"),
     # blocks: LayerNorm with the unbiased variance
-    ("blocks.py", "var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)",
-     "var = ((x - mu) ** 2).sum(dim=-1, keepdim=True) / max(x.shape[-1] - 1, 1)", "impl.layer_norm("),
-])
+    "layer_norm": ("blocks.py", "var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)",
+                   "var = ((x - mu) ** 2).sum(dim=-1, keepdim=True) / max(x.shape[-1] - 1, 1)", "impl.layer_norm(",
+                   "layernorm"),
+    # blocks: the feed-forward network without its first bias
+    "feed_forward": ("blocks.py", "(x @ w_1 + b_1) @ w_2", "(x @ w_1) @ w_2", "impl.feed_forward(", "ffn"),
+}
+
+
+class PlantedRuns:
+    """``specformer run --impl`` on each planted bug, run once and kept for the tests that read its output."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.runs: dict[str, tuple[Path, Path, subprocess.CompletedProcess[str]]] = {}
+
+    def files(self, case: str) -> tuple[Path, Path]:
+        """The correct and the buggy file of ``case``."""
+        example, old, new, _, _ = PLANTED[case]
+        source = (EXAMPLES / example).read_text(encoding="utf-8")
+        if old is None:  # the operation is planted, then broken
+            source = source.replace("    def cosine_similarity(", SKIPGRAM)
+            old = "min(len(ids), t + window + 1)"
+        assert old in source, case
+        correct, buggy = self.root / f"correct_{case}.py", self.root / f"buggy_{case}.py"
+        correct.write_text(source, encoding="utf-8")
+        buggy.write_text(source.replace(old, new), encoding="utf-8")
+        return correct, buggy
+
+    def run(self, case: str) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
+        """The correct file, the buggy file and the finished run of ``case`` (in ``root``)."""
+        if case not in self.runs:
+            correct, buggy = self.files(case)
+            done = subprocess.run([sys.executable, "-m", "specformer", "run", "--impl", buggy.name, "--topic",
+                                   PLANTED[case][4], "--report", f"r_{case}.json"],
+                                  cwd=self.root, capture_output=True, text=True, timeout=1800)
+            self.runs[case] = (correct, buggy, done)
+        return self.runs[case]
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> PlantedRuns:
+    return PlantedRuns(tmp_path_factory.mktemp("planted"))
+
+
+@pytest.mark.parametrize("case", list(PLANTED))
 def test_a_planted_bug_shows_its_message_and_a_call_into_the_users_code_in_the_first_30_lines(
-        tmp_path: Path, example: str, old: str, new: str, call: str) -> None:
-    source = (EXAMPLES / example).read_text(encoding="utf-8")
-    assert old in source
-    path = tmp_path / f"buggy_{example}"
-    path.write_text(source.replace(old, new), encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "specformer", "run", "--impl", str(path),
-                           "--report", str(tmp_path / "r.json")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=1800)
+        planted: PlantedRuns, case: str) -> None:
+    call = PLANTED[case][3]
+    _, _, done = planted.run(case)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     first = done.stdout.splitlines()[:30]
     text = "\n".join(first)
@@ -316,6 +394,138 @@ def test_a_planted_bug_shows_its_message_and_a_call_into_the_users_code_in_the_f
     # the first block is the planted operation's own: its call is the first call printed
     calls = [line.strip() for line in done.stdout.splitlines() if line.strip().startswith("impl.")]
     assert calls and calls[0].startswith(call), calls[:3]
+    # the whole output stays readable
+    assert len((done.stdout + done.stderr).encode("utf-8")) < 20_000, len(done.stdout + done.stderr)
+    # no printed call holds a glimpse of a value (<tensor ...>) in place of the value
+    for block in printed_calls(done.stdout):
+        assert not any("<" in without_strings(line) for line in block["code"]), block["code"]
+        assert not any("=<tensor" in line for line in block["counterexample"]), block["counterexample"]
+
+
+def without_strings(line: str) -> str:
+    """``line`` without its string literals (a ``'</w>'`` is a value, not a glimpse of one)."""
+    return re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", "", line)
+
+
+def printed_calls(output: str) -> list[dict[str, Any]]:
+    """Each failure block's printed call (its lines of Python), counterexample and replay command, from a run's
+    output."""
+    blocks: list[dict[str, Any]] = []
+    lines = output.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("  the failing call into ") and line.endswith("as Python:"):
+            code = []
+            for following in lines[i + 1:]:
+                if not following.startswith("    "):
+                    break
+                code.append(following[4:])
+            blocks.append({"code": code, "replay": None, "counterexample": []})
+        elif line == "  counterexample:" and blocks:
+            for following in lines[i + 1:]:
+                if not following.startswith("    "):
+                    break
+                blocks[-1]["counterexample"].append(following[4:])
+        elif line.startswith("  its inputs, for your REPL: ") and blocks:
+            blocks[-1]["replay"] = line.split(": ", 1)[1]
+    return blocks
+
+
+#: Runs each printed call against the buggy file and the correct one; prints one line per call.
+REPRODUCE = """
+import json, sys
+import torch
+from specformer.runner.loading import load_implementation
+
+def answer(spec, code):
+    lines = code.splitlines()
+    scope = {"impl": load_implementation(spec).obj}
+    exec("\\n".join(lines[:-1]), scope)
+    try:
+        return eval(lines[-1], scope)
+    except Exception as exc:
+        return ("raised", type(exc).__name__)
+
+def same(a, b):
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and torch.allclose(a.double(), b.double(), rtol=1e-5, atol=1e-7, equal_nan=True)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+for code, saved in json.load(open(sys.argv[3])):
+    print("reproduced" if not same(answer(sys.argv[1], code), answer(sys.argv[2], code)) else "same: " + code)
+    for path in saved:  # what the counterexample reads from the replayed file is there
+        scope = {"torch": torch, "saved": torch.load(path.split(" ", 1)[0], weights_only=False)}
+        assert isinstance(eval(path.split(" ", 1)[1], scope), torch.Tensor), path
+"""
+
+
+def test_every_printed_call_of_a_planted_bug_reproduces_the_wrong_answer(planted: PlantedRuns) -> None:
+    """Each call printed by a run on a planted bug (of each of the five families), pasted into a fresh interpreter,
+    answers differently on the buggy file than on the correct one: the call shown is one whose answer was wrong."""
+    import json
+    import shlex
+
+    families = set()
+    for case in PLANTED:
+        correct, buggy, done = planted.run(case)
+        blocks = printed_calls(done.stdout)
+        assert blocks, done.stdout[-2000:]
+        for block in blocks:  # a call that reads its large inputs from replay's file: write the file first
+            if any("saved = torch.load(" in line for line in block["code"] + block["counterexample"]):
+                assert block["replay"], block
+                replayed = subprocess.run([sys.executable, "-m", "specformer", *shlex.split(block["replay"])[1:],
+                                           "-o", "replay"], cwd=planted.root, capture_output=True, text=True,
+                                          timeout=1800)
+                assert replayed.returncode == 0, replayed.stdout[-2000:] + replayed.stderr[-2000:]
+        codes = planted.root / f"calls_{case}.json"
+        saved = [[f"{file} {path}" for file in re.findall(r"torch\.load\('([^']+)'",
+                                                           "\n".join(block["code"] + block["counterexample"]))[:1]
+                  for path in re.findall(r"saved\['counterexample'\](?:\[[^\]]+\]|\.\w+)*",
+                                         "\n".join(block["counterexample"]))] for block in blocks]
+        codes.write_text(json.dumps([["\n".join(block["code"]), paths] for block, paths in zip(blocks, saved)]),
+                         encoding="utf-8")
+        script = planted.root / "reproduce.py"
+        script.write_text(REPRODUCE, encoding="utf-8")
+        ran = subprocess.run([sys.executable, str(script), buggy.name, correct.name, codes.name], cwd=planted.root,
+                             capture_output=True, text=True, timeout=900)
+        assert ran.returncode == 0, ran.stderr[-3000:]
+        verdicts = ran.stdout.splitlines()
+        assert len(verdicts) == len(blocks) and all(v == "reproduced" for v in verdicts), (case, ran.stdout)
+        families.add(PLANTED[case][0])
+    assert len(families) == 5
+
+
+def test_the_call_shown_is_the_first_whose_answer_differs_from_the_references() -> None:
+    """A rotation the wrong way is right at position 0: of a failing example's calls, the one at position 3 is
+    shown, not the last; where the comparison cannot tell the calls apart (all agree, all differ, the reference
+    refuses), the last one is."""
+    from specformer.properties.tolerances import tolerance
+    from specformer.runner.shrinking import DRAWN, rejected_call
+    from specformer.runner.worker import run_locally
+
+    reference = load_implementation("reference").obj
+
+    class Backwards(type(reference)):  # type: ignore[misc]
+        def rotary(self, x, positions, **params):  # type: ignore[no-untyped-def]
+            return super().rotary(x, -positions, **params)
+
+    def recorded(impl: object, positions: list[int], method: str = "rotary") -> tuple[dict, dict]:
+        request = {"op": "call", "method": method, "args": (torch.ones(1, len(positions), 4, dtype=torch.float64),
+                                                            torch.tensor(positions)),
+                   "kwargs": {}, "optional": {"pairing": "interleaved"}, "names": (), "device": "cpu",
+                   "count_flops": False, "process": 1}
+        return request, run_locally(impl, {k: v for k, v in request.items() if k != "process"})
+
+    tol = tolerance("float64")
+    wrong, right = recorded(Backwards(), [0, 3]), recorded(Backwards(), [0, 0])
+    assert rejected_call([wrong, right], tol) == 0
+    assert rejected_call([right, right, wrong], tol) == 2
+    assert rejected_call([right, right], tol) is None and rejected_call([wrong, wrong], tol) is None
+    assert rejected_call([wrong], tol) is None  # one call: it is the last
+    refused = recorded(Backwards(), [0, 3], "no_such_operation")
+    assert rejected_call([refused, right], tol) is None
+    assert "embedding_init" in DRAWN
 
 
 def test_replay_writes_the_failing_call_out_and_is_offered_only_where_there_is_one(tmp_path: Path) -> None:

@@ -11,7 +11,9 @@ wrote them.
 :func:`failure_block` is the block the summary of ``specformer run`` (and of pytest)
 prints for each row that did not end as expected: claim, property, implementation,
 device, dtype, outcome, message, counterexample, seed and the command that reproduces
-it. :func:`summary_lines` is the whole summary: a line per claim, the implementations
+it; :func:`printed_call` writes its call into the implementation so that it runs as pasted, every
+value written once (a value too large to write is read from the file ``specformer replay``
+saves). :func:`summary_lines` is the whole summary: a line per claim, the implementations
 that could not be loaded or lack a family, the blocks, the ``fixed`` rows (entries to
 prune) and the verdict. This module formats text; it runs nothing and judges nothing.
 """
@@ -114,9 +116,31 @@ def _nested(values: Any, single: bool = False) -> str:
     return _number(values, single)
 
 
+def _constant(t: Any) -> str | None:
+    """The one value of a real tensor that holds nothing else (sign of zero and NaN included), as Python;
+    ``None`` for any other tensor."""
+    try:
+        flat = t.detach().cpu().flatten()
+        if flat.numel() == 0 or flat.is_complex():
+            return None
+        first = flat[0]
+        if flat.is_floating_point():
+            same = bool(flat.isnan().all()) if bool(first.isnan()) else \
+                bool(((flat == first) & (flat.signbit() == first.signbit())).all())
+        else:
+            same = bool((flat == first).all())
+        if not same:
+            return None
+        return _number(first.item(), single=str(flat.dtype) in ("torch.float32", "torch.float16", "torch.bfloat16"))
+    except Exception:  # noqa: BLE001 - a storage that cannot be read
+        return None
+
+
 def render_tensor(t: Any) -> str:
     """A tensor as Python: ``torch.tensor([...], dtype=torch.float64)`` when small (pasteable), else
-    the seeded recipe it was drawn from, else ``<tensor shape (2, 8, 16) float64: -0.31, 0.72, ... >``."""
+    the seeded recipe it was drawn from, else ``torch.full(shape, value, dtype=...)`` when it holds one value,
+    else the glimpse ``<tensor shape (2, 8, 16) float64: -0.31, 0.72, ... >`` (not Python: a printed call
+    reads such a tensor from a saved file instead, :func:`printed_call`)."""
     recipe = getattr(t, "_specformer_recipe", None)
     dtype = str(t.dtype).replace("torch.", "")
     shape = tuple(int(n) for n in t.shape)
@@ -129,6 +153,9 @@ def render_tensor(t: Any) -> str:
         if t.numel() == 0:
             return f"torch.zeros({shape}, dtype=torch.{dtype})"
         return f"torch.tensor({body}" + ("" if default else f", dtype=torch.{dtype}") + ")"
+    constant = _constant(t) if recipe is None else None
+    if constant is not None:  # one value throughout: written once
+        return f"torch.full({shape}, {constant}, dtype=torch.{dtype})"
     if recipe is not None:
         r_shape, bound, seed = recipe
         cast = "" if dtype == "float64" else f".to(torch.{dtype})"
@@ -142,9 +169,16 @@ def render_tensor(t: Any) -> str:
     return f"<tensor shape {shape} {dtype}: {shown}, ...>"
 
 
-def render_value(value: Any, depth: int = 0) -> str | None:
-    """``value`` as Python source where possible (module doc); ``None`` for what cannot be shown so."""
+def render_value(value: Any, depth: int = 0, where: str | None = None) -> str | None:
+    """``value`` as Python source where possible (module doc); ``None`` for what cannot be shown so.
+
+    ``where``: the Python expression that reads ``value`` from a saved file (``saved['counterexample']['case']``);
+    given, a tensor too large to write is written as that expression (the path into the file), never as a glimpse.
+    """
     import dataclasses
+
+    def inner(item: Any, step: str) -> str | None:
+        return render_value(item, depth + 1, None if where is None else where + step)
 
     if depth > 8:
         return None
@@ -157,22 +191,24 @@ def render_value(value: Any, depth: int = 0) -> str | None:
     if type(value).__module__ == "torch" and type(value).__name__ == "device":
         return f"torch.device({str(value)!r})"
     if type(value).__module__.startswith("torch") and hasattr(value, "shape") and hasattr(value, "dtype"):
-        return render_tensor(value)
+        text = render_tensor(value)
+        return where if where is not None and text.startswith("<") else text
     if type(value).__module__.startswith("numpy") and hasattr(value, "tolist"):
         return repr(value.tolist())
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # NamedTuple
-        parts = [render_value(getattr(value, f), depth + 1) for f in value._fields]
+        parts = [inner(getattr(value, f), f".{f}") for f in value._fields]
         if any(p is None for p in parts):
             return None
         return f"{type(value).__name__}(" + ", ".join(f"{f}={p}" for f, p in zip(value._fields, parts)) + ")"
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = [f.name for f in dataclasses.fields(value)]
-        parts = [render_value(getattr(value, f), depth + 1) for f in fields]
+        parts = [inner(getattr(value, f), f".{f}") for f in fields]
         if any(p is None for p in parts):
             return None
         return f"{type(value).__name__}(" + ", ".join(f"{f}={p}" for f, p in zip(fields, parts)) + ")"
     if isinstance(value, (tuple, list, set, frozenset)):
-        parts = [render_value(v, depth + 1) for v in value]
+        ordered = isinstance(value, (tuple, list))  # a set's members have no path
+        parts = [inner(v, f"[{i}]") if ordered else render_value(v, depth + 1) for i, v in enumerate(value)]
         if any(p is None for p in parts):
             return None
         if isinstance(value, tuple):
@@ -181,42 +217,52 @@ def render_value(value: Any, depth: int = 0) -> str | None:
             return "[" + ", ".join(parts) + "]"
         return "{" + ", ".join(parts) + "}" if parts else "set()"
     if isinstance(value, dict):
-        items = [(render_value(k, depth + 1), render_value(v, depth + 1)) for k, v in value.items()]
+        items = [(render_value(k, depth + 1), inner(v, f"[{k!r}]") if isinstance(k, (str, int)) else
+                  render_value(v, depth + 1)) for k, v in value.items()]
         if any(k is None or v is None for k, v in items):
             return None
         return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
     return None
 
 
-def _fields_on_lines(value: Any) -> str | None:
+def _fields_on_lines(value: Any, where: str | None = None) -> str | None:
     import dataclasses
+
+    def part(item: Any, step: str) -> str | None:
+        return render_value(item, 0, None if where is None else where + step)
 
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         fields = list(value._fields)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = [f.name for f in dataclasses.fields(value)]
     elif isinstance(value, tuple):
-        parts = [render_value(v) for v in value]
+        parts = [part(v, f"[{i}]") for i, v in enumerate(value)]
         return "(\n" + "".join(f"        {p},\n" for p in parts) + "    )" if None not in parts else None
     else:
         return None
-    parts = [render_value(getattr(value, f)) for f in fields]
+    parts = [part(getattr(value, f), f".{f}") for f in fields]
     if None in parts:
         return None
     return f"{type(value).__name__}(\n" + "".join(f"        {f}={p},\n" for f, p in zip(fields, parts)) + "    )"
 
 
+#: How a counterexample's tensor too large to write is read from the file ``specformer replay`` saves.
+SAVED_COUNTEREXAMPLE = "saved['counterexample']"
+
+
 def render_call(name: str, kwargs: Mapping[str, Any]) -> str | None:
-    """``name(a=..., b=...)`` with every argument as Python, or ``None`` when one cannot be written so."""
+    """``name(a=..., b=...)`` with every argument as Python, or ``None`` when one cannot be written so; a tensor
+    too large to write reads ``saved['counterexample']['a']...`` (the file ``specformer replay`` saves)."""
     parts = []
     for key, value in kwargs.items():
         if type(value).__name__ == "Context":  # the implementation under test, shown beside the row
             continue
-        text = render_value(value)
+        where = f"{SAVED_COUNTEREXAMPLE}[{key!r}]"
+        text = render_value(value, where=where)
         if text is None:
             return None
         if len(text) > 100:  # a case object: one field per line
-            text = _fields_on_lines(value) or text
+            text = _fields_on_lines(value, where) or text
         parts.append(f"    {key}={text},")
     return "\n".join([f"{name}(", *parts, ")"])
 
@@ -337,6 +383,104 @@ def _reproduced_impl(command: str) -> str | None:
     return specs[0] if len(specs) == 1 and specs[0] not in BUILTIN else None
 
 
+#: A tensor drawn from a seed, as :func:`render_tensor` writes it.
+_SEEDED_EXPRESSION = re.compile(r"\(\(torch\.rand\(\([\d, ]*\), generator=torch\.Generator\(\)\.manual_seed\(\d+\), "
+                                r"dtype=torch\.float64\) \* 2 - 1\) \* [-+\w.]+\)")
+#: Where ``specformer replay`` saves a row's inputs unless told otherwise (its ``-o``).
+REPLAY_DIR = "replay"
+
+
+def replay_file(row: Mapping[str, Any], out_dir: str = REPLAY_DIR) -> str:
+    """The file ``specformer replay`` writes a failing row's calls to (in ``out_dir``)."""
+    name = re.sub(r"[^\w.-]+", "-", f"{row.get('property')}-{row.get('implementation')}-{row.get('device')}-"
+                                   f"{row.get('dtype')}").strip("-")
+    return f"{out_dir}/{name}.pt"
+
+
+def _top_level_arguments(call: str) -> list[tuple[int, int, bool]] | None:
+    """The ``(start, end, glimpse)`` spans of the arguments of the one-line call ``impl.op(...)``; ``glimpse``:
+    the argument holds a ``<...>`` glimpse of a value too large to write (``None``: not a call read so)."""
+    import io
+    import tokenize
+
+    open_at = call.find("(")
+    spans: list[tuple[int, int, bool]] = []
+    depth, start, glimpse = 0, open_at + 1, False
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(call).readline):
+            if token.type != tokenize.OP or token.start[1] < open_at or token.start[0] != 1:
+                continue
+            col = token.start[1]
+            if token.string in ("(", "[", "{", "<"):  # a glimpse's <...> nests as a bracket does
+                depth += 1
+                glimpse = glimpse or token.string == "<"
+            elif token.string in (")", "]", "}", ">"):
+                depth -= 1
+                if depth == 0:
+                    if call[start:col].strip():
+                        spans.append((start, col, glimpse))
+                    return spans
+            elif token.string == "," and depth == 1:
+                spans.append((start, col, glimpse))
+                start, glimpse = col + 1, False
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+    return None
+
+
+def _saved_arguments(call: str, row: Mapping[str, Any]) -> list[str]:
+    """The lines of a printed call whose arguments too large to write are read from the file ``specformer replay``
+    saves (``saved['call']``, the same call), never shown as a ``<...>`` glimpse."""
+    lines = call.splitlines()
+    if not lines or "<" not in lines[-1]:
+        return lines
+    last = lines[-1]
+    spans = _top_level_arguments(last)
+    if not spans or not any(glimpse for _, _, glimpse in spans):
+        return lines
+    out, index = [], 0
+    for start, end, glimpse in spans:
+        text = last[start:end].strip()
+        keyword = re.match(r"^(\w+)=(?!=)", text)
+        if glimpse:
+            text = (f"{keyword.group(1)}=saved['call']['kwargs'][{keyword.group(1)!r}]" if keyword else
+                    f"saved['call']['args'][{index}]")
+        index += 0 if keyword else 1
+        out.append(text)
+    rewritten = last[:last.find("(") + 1] + ", ".join(out) + ")"
+    imports = [line for line in lines[:-1] if line != "import torch"]
+    return ["import torch", *imports,
+            f"saved = torch.load({replay_file(row)!r}, weights_only=False)  # `specformer replay REPORT ROW` writes it",
+            rewritten]
+
+
+def printed_call(row: Mapping[str, Any]) -> tuple[list[str], str | None]:
+    """A failing row's call into its implementation as lines of Python, and its readable counterexample.
+
+    Every value is written once: an argument too large to write is read from the file ``specformer
+    replay`` saves (:func:`replay_file`: ``saved['call']``, ``saved['counterexample']``), and a tensor
+    drawn from a seed that the counterexample holds too is written once, as a name the counterexample
+    uses (``t1``).
+    """
+    example = readable_counterexample(row.get("counterexample"))
+    lines = _saved_arguments(str(row["call"]), row) if row.get("call") else []
+    named: dict[str, str] = {}
+    for found in _SEEDED_EXPRESSION.finditer(lines[-1] if lines else ""):
+        if example and found.group(0) in example and found.group(0) not in named:
+            named[found.group(0)] = f"t{len(named) + 1}"
+    for expression, name in named.items():
+        lines[-1] = lines[-1].replace(expression, name)
+        example = example.replace(expression, name) if example else example
+    load = f"saved = torch.load({replay_file(row)!r}, weights_only=False)"
+    if example and SAVED_COUNTEREXAMPLE in example and not any(line.startswith(load) for line in lines):
+        example = f"{load}  # `specformer replay REPORT ROW` writes it\n{example}"
+    if not lines:
+        return [], example
+    head = [line for line in lines[:-1] if line.startswith(("import ", "from "))]
+    rest = [line for line in lines[:-1] if not line.startswith(("import ", "from "))]
+    return [*head, *(f"{name} = {expression}" for expression, name in named.items()), *rest, lines[-1]], example
+
+
 def failure_block(row: Mapping[str, Any], also: Sequence[Mapping[str, Any]] = (),
                   report: str | None = None) -> list[str]:
     """The lines that show one row that did not end as expected (see the module doc).
@@ -354,10 +498,10 @@ def failure_block(row: Mapping[str, Any], also: Sequence[Mapping[str, Any]] = ()
     message = shorten_tensors(str(row.get("message") or "").strip())
     if message:
         lines += ["  message:", *(f"    {line}" for line in message.splitlines())]
-    if row.get("call"):
-        lines += [f"  the call into {row.get('implementation')} (the last one before the failure), as Python:",
-                  *(f"    {line}" for line in shorten_tensors(str(row["call"]), 400).splitlines())]
-    example = readable_counterexample(row.get("counterexample"))
+    call, example = printed_call(row)
+    if call:
+        lines += [f"  the failing call into {row.get('implementation')} (the first whose answer differs from the "
+                  "reference's; else the last one made), as Python:", *(f"    {line}" for line in call)]
     if example:
         lines += ["  counterexample:", *(f"    {line}" for line in shorten_tensors(example, 400).splitlines())]
     output = str(row.get("output") or "").rstrip()
@@ -367,14 +511,23 @@ def failure_block(row: Mapping[str, Any], also: Sequence[Mapping[str, Any]] = ()
         lines.append(f"  seed: {row['seed']}")
     if row.get("reproduce"):
         lines.append(f"  reproduce: {row['reproduce']}")
-    if report and row.get("call") and row.get("outcome") in ("fail", "error") and row.get("implementation") != "math":
-        import shlex
-
-        label = f"{row.get('property')}[{row.get('implementation')}/{row.get('device')}/{row.get('dtype')}]"
-        impl = _reproduced_impl(str(row.get("reproduce") or ""))  # replay imports only what the command line names
-        lines.append(f"  its inputs, for your REPL: specformer replay {shlex.quote(report)} {shlex.quote(label)}"
-                     + (f" --impl {shlex.quote(impl)}" if impl else ""))
+    command = replay_command(row, report) if report else None
+    if command:
+        lines.append(f"  its inputs, for your REPL: {command}")
     return lines
+
+
+def replay_command(row: Mapping[str, Any], report: str) -> str | None:
+    """``specformer replay REPORT 'property[impl/device/dtype]' [--impl FILE]``, which saves a failing row's inputs
+    (:func:`replay_file`), or ``None`` for a row without a call into an implementation."""
+    import shlex
+
+    if not row.get("call") or row.get("outcome") not in ("fail", "error") or row.get("implementation") == "math":
+        return None
+    label = f"{row.get('property')}[{row.get('implementation')}/{row.get('device')}/{row.get('dtype')}]"
+    impl = _reproduced_impl(str(row.get("reproduce") or ""))  # replay imports only what the command line names
+    return (f"specformer replay {shlex.quote(report)} {shlex.quote(label)}"
+            + (f" --impl {shlex.quote(impl)}" if impl else ""))
 
 
 def _failure_key(row: Mapping[str, Any]) -> tuple[str, ...]:

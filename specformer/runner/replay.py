@@ -5,8 +5,12 @@ wants the very tensors it was called with. :func:`replay` runs the row again (sa
 property, implementation, device, dtype, profile and seed, so Hypothesis draws the same
 examples and shrinks them the same way, :mod:`specformer.runner.shrinking` included), records
 every call the property makes to the implementation, keeps the calls of the failing
-example, and writes them with ``torch.save``. It prints a few lines of Python that load
-the file and call the implementation with those inputs.
+example, and writes them with ``torch.save``: ``saved['calls']``, the call the summary shows
+as ``saved['call']`` (the one whose answer was wrong,
+:attr:`specformer.runner.shrinking.ShrinkBudget.failing_call_index`, else the last) and the
+property's arguments as ``saved['counterexample']``; the summary's printed call reads from
+this file what is too large to print (:func:`specformer.report.summary.printed_call`). It
+prints a few lines of Python that load the file and make that call.
 
 The implementation runs in a worker, as in ``specformer run``; the saved inputs are the
 checker's copies, exactly what was sent. It is the one ``--impl`` names, or the built-in
@@ -17,7 +21,6 @@ no report.
 
 from __future__ import annotations
 
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -72,8 +75,9 @@ def choose_row(report: Mapping[str, Any], wanted: str) -> dict[str, Any]:
 
 
 def _file_name(row: Mapping[str, Any]) -> str:
-    return re.sub(r"[^\w.-]+", "-", f"{row.get('property')}-{row.get('implementation')}-{row.get('device')}-"
-                                    f"{row.get('dtype')}").strip("-") + ".pt"
+    from specformer.report.summary import replay_file
+
+    return replay_file(row, ".")[len("./"):]  # the name a failure block reads the call's large inputs from
 
 
 def inline_call(call: Mapping[str, Any]) -> str | None:
@@ -94,10 +98,13 @@ def inline_call(call: Mapping[str, Any]) -> str | None:
     return text if len(text.splitlines()[-1]) <= 2000 else None
 
 
-def snippet(path: Path, spec: str, calls: Sequence[Mapping[str, Any]]) -> str:
-    """The Python that calls the implementation as the failing example last did: written out where its
-    arguments are small, and loaded from the saved file in any case."""
-    last = calls[-1]
+def snippet(path: Path, spec: str, calls: Sequence[Mapping[str, Any]], index: int = -1) -> str:
+    """The Python that makes the failing example's call ``index`` (by default its last) into the implementation:
+    written out where its arguments are small, and loaded from the saved file in any case."""
+    index = index % len(calls)
+    last = calls[index]
+    which = (f"the last of the failing example's {len(calls)} call(s)" if index == len(calls) - 1 else
+             f"call {index + 1} of the failing example's {len(calls)}, whose answer differs from the reference's")
     args = ", ".join(["*call['args']"] + (["**call['kwargs']"] if last["kwargs"] else []))
     written = inline_call(last)
     imports = [line for line in (written.splitlines()[:-1] if written else []) if line != "import torch"]
@@ -106,9 +113,9 @@ def snippet(path: Path, spec: str, calls: Sequence[Mapping[str, Any]]) -> str:
         *imports,
         "from specformer.runner.loading import load_implementation",
         f"impl = load_implementation({spec!r}).obj",
-        *([f"result = {written.splitlines()[-1]}  # the failing example's last call, written out"] if written else []),
+        *([f"result = {written.splitlines()[-1]}  # the same call, written out"] if written else []),
         f"saved = torch.load({str(path)!r}, weights_only=False)",
-        f"call = saved['calls'][-1]  # the last of the failing example's {len(calls)} call(s): {last['method']}",
+        f"call = saved['calls'][{index}]  # {which}: {last['method']}",
         f"result = impl.{last['method']}({args})",
     ])
 
@@ -210,13 +217,17 @@ def replay(report_path: str, wanted: str, out_dir: str, row_timeout: float = 120
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / _file_name(row)
+    chosen = budget.failing_call_index
+    chosen = chosen if chosen is not None and chosen < len(calls) else len(calls) - 1
+    saved = [{"method": c["method"], "args": tuple(c["args"]), "kwargs": dict(c["kwargs"])} for c in calls]
     torch.save({"claim": row.get("claim"), "property": row.get("property"), "implementation": spec,
                 "device": row.get("device"), "dtype": row.get("dtype"), "message": result.message,
-                "calls": [{"method": c["method"], "args": tuple(c["args"]), "kwargs": dict(c["kwargs"])}
-                          for c in calls]}, path)
+                "calls": saved, "call": saved[chosen],
+                "counterexample": {key: value for key, value in (budget.failing[1] if budget.failing else {}).items()
+                                   if type(value).__name__ != "Context"}}, path)
     print(f"{result.outcome}: {result.message}")
     print(f"\nsaved the {len(calls)} call(s) of the failing example to {path}; in Python:\n")
-    print(snippet(path, spec, calls))
+    print(snippet(path, spec, calls, chosen))
     print("\n# the inputs are on the CPU in the row's dtype; the suite moves them to "
           f"{row.get('device')} before calling (saved['device'])")
     return 0

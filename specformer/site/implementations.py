@@ -4,8 +4,10 @@
 per implementation, one column per family, each cell counting the family's claims by how
 the implementation fared (the worst outcome of a claim's rows decides, as in the claims
 overview). :func:`implementation_page` gives one implementation's operations (by family),
-its declared capabilities when the report carries them, its outcome claim by claim, and
-every known deviation with its reason and evidence.
+its declared capabilities when the report carries them, its outcome claim by claim, the
+call into it of each failure (the call ``specformer run`` prints, as Python, and the
+``specformer replay`` command that saves its inputs; a failing claim's cell links to them),
+and every known deviation with its reason and evidence.
 
 Reports are untrusted: names, messages and capabilities are escaped where they are
 written; file names of the pages are built from a slug of the name and a counter, never
@@ -19,10 +21,12 @@ from collections import Counter, defaultdict
 from typing import Any, Mapping, Sequence
 
 from specformer.claims import Claim
+from specformer.report.summary import grouped_failures, printed_call, replay_command
 from specformer.site.families import families, family_title
 from specformer.site.spectext import title_link
-from specformer.site.tables import (NO_RESULTS, OUTCOMES, badge, code, field, known_outcome, outcome_label, plain,
-                                    slug, summarize, text)
+from specformer.site.runs import RUN_KEY
+from specformer.site.tables import (NO_RESULTS, OUTCOMES, badge, code, fence, field, known_outcome, outcome_label,
+                                    plain, slug, summarize, text)
 
 #: The pseudo-implementation of the properties that call no implementation.
 MATH = "math"
@@ -167,14 +171,58 @@ def _capabilities_section(record: dict[str, Any] | None) -> str:
             "refusing an example is an error. A convention not named means every value.\n\n" + "\n".join(lines))
 
 
+def _failing_calls(mine: Sequence[dict[str, Any]], sources: Sequence[str]) -> tuple[dict[str, str], str]:
+    """The anchor of each failing claim's first failure, and the section showing each failure's call into the
+    implementation as Python and the command that saves its inputs (``""`` when no failure has a call).
+
+    ``sources`` names the report file of each run (a row's :data:`RUN_KEY` counts from 1).
+    """
+    anchors: dict[str, str] = {}
+    parts: list[str] = []
+    texts = ("claim", "property", "implementation", "device", "dtype", "outcome", "message", "call", "counterexample",
+             "reproduce")  # a report is untrusted: every value read as text
+    failing = [{**{key: plain(r.get(key)) for key in texts}, "as_expected": False, RUN_KEY: r.get(RUN_KEY)}
+               for r in mine if known_outcome(r.get("outcome")) in ("fail", "error") and plain(r.get("call"))]
+    for group in grouped_failures(failing):
+        row = group[0]
+        call, _ = printed_call(row)
+        if not call:
+            continue
+        anchor = f"failure-{len(parts) + 1}"
+        anchors.setdefault(field(row, "claim", ""), anchor)
+        run = row.get(RUN_KEY)
+        report = sources[run - 1] if isinstance(run, int) and 0 < run <= len(sources) and sources[run - 1] else \
+            "REPORT"
+        labels = ", ".join(dict.fromkeys(f"{field(r, 'device')}/{field(r, 'dtype')}" for r in group))
+        body = [f'<a id="{anchor}"></a>\n**{text(field(row, "claim"))}**: {code(field(row, "property"))} '
+                f"on {text(labels)}, {outcome_label(row.get('outcome'))}"]
+        message = plain(row.get("message")).strip()
+        if message:
+            body.append(fence(message, "text"))
+        body.append(fence("\n".join(call), "python"))
+        command = replay_command(row, report)
+        if command:
+            unknown = " (`REPORT`: the report file, which this page does not know)" if report == "REPORT" else ""
+            body.append(f"Its inputs, saved for a REPL{unknown}:\n\n" + fence(command, "sh"))
+        parts.append("\n\n".join(body))
+    if not parts:
+        return anchors, ""
+    return anchors, ("## Failing calls\n\nEach failure's call into the implementation, as `specformer run` printed "
+                     "it: the first call whose answer differs from the reference's, else the last one made. Paste "
+                     "it after `impl = ...` (the implementation).\n\n" + "\n\n".join(parts))
+
+
 def implementation_page(name: str, claims: Mapping[str, Claim], rows: Sequence[dict[str, Any]],
-                        record: dict[str, Any] | None = None, stem: str | None = None) -> str:
-    """One implementation: operations, capabilities, outcome claim by claim, deviations.
+                        record: dict[str, Any] | None = None, stem: str | None = None,
+                        sources: Sequence[str] = ()) -> str:
+    """One implementation: operations, capabilities, outcome claim by claim, failing calls, deviations.
 
     The page's heading (which MkDocs also writes, unescaped, as the page title) is the
     page's ``stem``, a slug of ours; a name that differs from it is shown, escaped, below.
+    ``sources``: the report file of each merged run, for the replay commands.
     """
     mine = [r for r in rows if field(r, "implementation", "") == name]
+    anchors, failing = _failing_calls(mine, sources)
     by_claim: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in mine:
         by_claim[field(row, "claim", "")].append(row)
@@ -195,8 +243,9 @@ def implementation_page(name: str, claims: Mapping[str, Claim], rows: Sequence[d
         for claim in claims.values():
             if claim.family != fam or claim.id not in by_claim:
                 continue
+            call = f" · [the failing call](#{anchors[claim.id]})" if claim.id in anchors else ""
             line = (f"| {title_link(claim, '../claims/')} | "
-                    f"{badge(claim.verdict, 'verdict')} | {summarize(by_claim[claim.id])} |")
+                    f"{badge(claim.verdict, 'verdict')} | {summarize(by_claim[claim.id])}{call} |")
             (folded if claim_outcome(by_claim[claim.id]) in ("not-applicable", "skipped") else applied).append(line)
         if not applied and not folded:
             continue
@@ -208,6 +257,7 @@ def implementation_page(name: str, claims: Mapping[str, Claim], rows: Sequence[d
             # markdown="1" (md_in_html): the table inside is Markdown, rendered like the one above
             out.append(f'<details class="sf-na" markdown="1">\n<summary>{len(folded)} claims not applicable'
                        '</summary>\n\n' + head + "\n".join(folded) + "\n\n</details>")
+    out.append(failing)
     deviations = [r for r in mine if r.get("outcome") in ("known-deviation", "fixed") or plain(r.get("deviation_reason"))]
     out.append("## Deviations")
     if not deviations:

@@ -462,7 +462,7 @@ def generate(report_path: Path | Sequence[Path] | None = None, spec: Path | None
     pages["implementations/index.md"] = compatibility_page(claims, names, all_rows, list(impl_records.values()))
     for name, stem in page_names(names).items():
         pages[f"implementations/{stem}.md"] = implementation_page(name, claims, all_rows, impl_records.get(name),
-                                                                   stem)
+                                                                   stem, [source for source, _ in loaded])
     fams = protocol_families()
     pages["protocol/index.md"] = protocol_index(fams)
     for family in fams:

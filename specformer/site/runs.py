@@ -133,12 +133,12 @@ def merge_reports(reports: Sequence[dict[str, Any]], sources: Sequence[str] = ()
             rows[key] = {**row, RUN_KEY: number}
             if row.get("outcome") != "skipped":
                 outcomes.setdefault(key[:2] + key[3:], {})[number, plain(row.get("outcome"))] = None
+        for impl in records(report.get("implementations")):  # every run's, each name's first record
+            impls.setdefault(field(impl, "name", ""), impl)
     for key, row in rows.items():
         seen = list(outcomes.get(key[:2] + key[3:], {}))
         disagree = len({n for n, _ in seen}) > 1 and len({o for _, o in seen}) > 1
         row[DIFFERS_KEY] = [[n, o] for n, o in sorted(seen)] if disagree else []
-        for impl in records(report.get("implementations")):
-            impls.setdefault(field(impl, "name", ""), impl)
     names = list(sources) + [""] * (len(reports) - len(sources))
     return {**reports[0], "implementations": list(impls.values()), "rows": list(rows.values()),
             "runs": [run_entry(r, s) for r, s in zip(reports, names)]}
