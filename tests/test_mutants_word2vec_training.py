@@ -1,7 +1,8 @@
 """Every property of ``properties/embeddings/training.py`` passes the reference's trainers and catches a
 trainer that learns nothing from the contexts, one with no context window or the wrong one, one whose
 negative-sampling sign is flipped, one without noise words (a full softmax), one that ignores its seed,
-ones that miscount ``min_count``, one whose words and rows are misaligned, and
+ones that miscount ``min_count``, one whose words and rows are misaligned, one that returns its output
+vectors and one that ignores the initial vectors it is given, and
 FastText trainers that give unseen words no n-gram vector, ignore their seed, their n-gram lengths or the
 boundary markers, or drop rare words."""
 
@@ -276,7 +277,8 @@ def test_the_grid_corpus_gives_each_word_its_row_and_column_contexts() -> None:
 
 def test_every_training_property_is_covered(properties) -> None:
     mine = {q for q, p in properties.items() if p.module == "training"}
-    assert mine == {SIMILAR, UNSEEN, ANALOGY, SEEDED, FT_SEEDED, WINDOWED, NGRAM_RANGE, MIN_COUNT}, sorted(mine)
+    assert mine == {SIMILAR, UNSEEN, ANALOGY, SEEDED, FT_SEEDED, WINDOWED, NGRAM_RANGE, MIN_COUNT, STARTED}, \
+        sorted(mine)
 
 
 # --- word2vec.min-count-threshold ------------------------------------------------------------------
@@ -310,3 +312,66 @@ def test_the_threshold_passes_the_reference() -> None:
     from specformer.adapters.reference import implementation
 
     assert run_row(MIN_COUNT, implementation, "float32").outcome == "pass"
+
+
+# --- the vectors returned are the input vectors ----------------------------------------------------------------
+
+STARTED = "training.a_short_training_returns_vectors_near_the_input_vectors_it_started_from"
+
+
+def _started_skipgram(lr=0.1, reverse=False, returned="input"):
+    """The reference's skip-gram trainer started from ``initial`` at rate ``lr``; the vocabulary listed in reverse
+    with ``reverse``; ``returned``: ``"input"`` (right), ``"output"`` or ``"drawn"`` (``initial`` ignored)."""
+
+    def train_skipgram(sentences, dim, window, negative, epochs, seed, min_count=1, *, device="cpu", initial=None):
+        words = list(word2vec.build_vocab(sentences, min_count).words)
+        table = None
+        if initial is not None and returned != "drawn":
+            table = torch.tensor([initial[w] for w in words], dtype=torch.float64)  # (V, dim)
+        model = word2vec.train_word2vec(sentences, dim=dim, window=window, negative=negative, epochs=epochs,
+                                        min_count=min_count, seed=seed, lr=lr, dtype=torch.float32, initial=table)
+        vectors = model.output_vectors if returned == "output" else model.input_vectors
+        if reverse:
+            return words[::-1], vectors.flip(0).to(device)  # (V, d), rows in the reversed order
+        return words, vectors.to(device)
+
+    return train_skipgram
+
+
+OUTPUT_VECTORS = Mutant("skipgram-returns-output-vectors", train_skipgram=_started_skipgram(returned="output"))
+IGNORES_INITIAL = Mutant("skipgram-ignores-initial", train_skipgram=_started_skipgram(returned="drawn"))
+
+
+def test_a_trainer_that_returns_its_output_vectors_is_caught() -> None:
+    for mutant in (OUTPUT_VECTORS, IGNORES_INITIAL):
+        row = assert_caught(STARTED, mutant, "float32")
+        assert "started from" in row.message, (mutant.name, row.message)
+
+
+def test_trainers_started_from_given_vectors_pass_at_their_own_rate_and_order() -> None:
+    row = run_row(STARTED, reference, "float32", profile="mutants")
+    assert row.outcome == "pass" and row.examples_checked > 0, (row.outcome, row.message)
+    for lr, reverse in ((0.05, True), (0.01, True), (0.3, False)):
+        right = Mutant(f"skipgram-rate-{lr}", train_skipgram=_started_skipgram(lr=lr, reverse=reverse))
+        row = run_row(STARTED, right, "float32", profile="mutants")
+        assert row.outcome == "pass", (lr, row.outcome, row.message)
+
+
+def test_gensim_started_from_given_vectors_passes() -> None:
+    pytest.importorskip("gensim")
+    from specformer.adapters.gensim_parts import implementation as gensim
+
+    row = run_row(STARTED, gensim, "float32", profile="mutants")
+    assert row.outcome == "pass", (row.outcome, row.message)
+
+
+def test_a_trainer_without_initial_is_not_applicable() -> None:
+    row = run_row(STARTED, MISALIGNED, "float32", profile="mutants")
+    assert row.outcome == "not-applicable" and "initial" in row.message, (row.outcome, row.message)
+
+
+def test_the_start_corpus_has_every_word_in_every_sentence() -> None:
+    sentences = training.start_corpus(3)
+    assert len(sentences) == training.START_SENTENCES
+    assert all(sorted(s) == sorted(sentences[0]) and len(set(s)) == training.START_WORDS for s in sentences)
+    assert training.start_corpus(3) == sentences and training.start_corpus(4) != sentences

@@ -23,8 +23,8 @@ The trainer (:func:`train_word2vec`) is small and deterministic: a fixed window 
 and gensim shrink it at random per centre word), no subsampling of frequent words, no
 hierarchical softmax, mini-batch SGD in plain PyTorch, negatives drawn from a seeded
 generator, and a negative equal to the positive word is skipped (masked), as word2vec's C
-code and gensim do. Input vectors start uniform in ``[-0.5/d, 0.5/d]`` and output vectors
-at zero, as in word2vec's C code. The C code and gensim train skip-gram with the
+code and gensim do. Input vectors start uniform in ``[-0.5/d, 0.5/d]`` (or at a given
+table) and output vectors at zero, as in word2vec's C code. The C code and gensim train skip-gram with the
 *context* word's input vector predicting the centre word; with a fixed symmetric window
 the multiset of ``(centre, context)`` pairs is symmetric, so that is the same data.
 
@@ -395,13 +395,17 @@ def sgd_step(loss: torch.Tensor, tables: tuple[torch.Tensor, ...], lr: float) ->
 def train_word2vec(sentences: Sequence[Sequence[str]], *, architecture: str = "skipgram", loss: str = "negative",
                    dim: int = 16, window: int = 2, negative: int = 5, epochs: int = 20, lr: float = 0.1,
                    batch_size: int = 16, min_count: int = 1, exponent: float = 0.75, seed: int = 0,
-                   dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu") -> Word2VecModel:
+                   dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu",
+                   initial: torch.Tensor | None = None) -> Word2VecModel:
     """Train word2vec on a small tokenized corpus with mini-batch SGD; deterministic for a ``seed``.
 
     ``architecture``: ``"skipgram"`` or ``"cbow"``; ``loss``: ``"negative"`` (``negative``
     noise words per example from :func:`noise_distribution` with ``exponent``) or
     ``"softmax"``. Each step minimises the *sum* of the batch's per-example losses, so
-    ``lr`` is a per-example learning rate as in word2vec. Returns the tables and the
+    ``lr`` is a per-example learning rate as in word2vec. ``initial`` ``(V, dim)``, if given,
+    holds the input vectors training starts from, in the vocabulary's order (:func:`build_vocab`'s),
+    in place of the uniform draw (002, "Embedding Initialization": pre-trained vectors fine-tuned);
+    the output vectors start at zero either way. Returns the tables and the
     mean per-example loss of each epoch (computed before each batch's update).
     """
     if architecture not in ("skipgram", "cbow"):
@@ -423,6 +427,11 @@ def train_word2vec(sentences: Sequence[Sequence[str]], *, architecture: str = "s
     generator = torch.Generator().manual_seed(seed)
     size = len(vocab)
     in_table = ((torch.rand(size, dim, generator=generator, dtype=dtype) - 0.5) / dim).to(device)
+    if initial is not None:  # drawn all the same, so that the noise words that follow are the seed's either way
+        if tuple(initial.shape) != (size, dim):
+            raise ValueError(f"initial must be ({size}, {dim}): one input vector per vocabulary word, "
+                             f"got {tuple(initial.shape)}")
+        in_table = initial.detach().to(device=device, dtype=dtype).clone()
     out_table = torch.zeros(size, dim, dtype=dtype, device=device)
     in_table.requires_grad_(True)
     out_table.requires_grad_(True)

@@ -38,6 +38,9 @@
   word is frequent); one worker and a CRC-32 hash (gensim seeds each word's initial vector by
   hashing the word with the seed; Python's ``hash`` of a string changes per process) make the
   same seed give the same vectors. Returns ``wv.index_to_key`` and ``wv.vectors`` (float32).
+  With ``initial``, the model is built without a corpus, ``build_vocab`` lays out the vocabulary
+  and draws the vectors, each row of ``wv.vectors`` is then set to the given word's vector, and
+  ``train`` runs the epochs (``syn1neg``, the output vectors, starts at zero either way).
 * ``train_fasttext``: ``FastText(sentences, ..., min_n=min_n, max_n=max_n)`` with the same
   settings and 20,011 n-gram buckets (gensim's default of 2,000,000 costs seconds to
   allocate); the queries' vectors are ``wv.get_vector`` (the ``mean`` composition; an unseen
@@ -172,13 +175,23 @@ class GensimParts:
         return torch.from_numpy(np.array(vectors.get_vector(word), dtype=dtype)).to(ngram_table.device)
 
     def train_skipgram(self, sentences: list[list[str]], dim: int, window: int, negative: int, epochs: int,
-                       seed: int, min_count: int = 1, *, device: str = "cpu") -> tuple[list[str], torch.Tensor]:
-        """gensim's ``Word2Vec`` skip-gram with negative sampling, one worker, no subsampling, seeded."""
+                       seed: int, min_count: int = 1, *, device: str = "cpu",
+                       initial: dict[str, list[float]] | None = None) -> tuple[list[str], torch.Tensor]:
+        """gensim's ``Word2Vec`` skip-gram with negative sampling, one worker, no subsampling, seeded; with
+        ``initial``, ``wv.vectors`` set to the given vectors between ``build_vocab`` and ``train``."""
         import numpy as np
 
         word2vec = _gensim("models.word2vec")
-        model = word2vec.Word2Vec(sentences, vector_size=dim, window=window, sg=1, hs=0, negative=negative,
-                                  epochs=epochs, seed=seed, min_count=min_count, sample=0, workers=1, hashfxn=_crc32)
+        settings = dict(vector_size=dim, window=window, sg=1, hs=0, negative=negative, epochs=epochs, seed=seed,
+                        min_count=min_count, sample=0, workers=1, hashfxn=_crc32)
+        if initial is None:
+            model = word2vec.Word2Vec(sentences, **settings)
+        else:
+            model = word2vec.Word2Vec(**settings)
+            model.build_vocab(sentences)
+            for word, row in model.wv.key_to_index.items():
+                model.wv.vectors[row] = np.asarray(initial[word], dtype=model.wv.vectors.dtype)
+            model.train(sentences, total_examples=model.corpus_count, epochs=epochs)
         vectors = torch.from_numpy(np.array(model.wv.vectors, dtype=np.float32))  # (V, d)
         return [str(w) for w in model.wv.index_to_key], vectors.to(device)
 

@@ -318,12 +318,19 @@ class ReferenceImplementation:
                            min_n=min_n, max_n=max_n, combine="mean")
 
     def train_skipgram(self, sentences: list[list[str]], dim: int, window: int, negative: int, epochs: int,
-                       seed: int, min_count: int = 1, *, device: str = "cpu") -> tuple[list[str], torch.Tensor]:
-        """:func:`specformer.reference.embeddings.word2vec.train_word2vec` (skip-gram, negative sampling, float32)."""
-        from specformer.reference.embeddings.word2vec import train_word2vec
+                       seed: int, min_count: int = 1, *, device: str = "cpu",
+                       initial: dict[str, list[float]] | None = None) -> tuple[list[str], torch.Tensor]:
+        """:func:`specformer.reference.embeddings.word2vec.train_word2vec` (skip-gram, negative sampling, float32),
+        starting from the ``initial`` input vectors (laid out in its vocabulary's order) when given."""
+        from specformer.reference.embeddings.word2vec import build_vocab, train_word2vec
 
+        table = None
+        if initial is not None:
+            words = build_vocab(sentences, min_count).words
+            table = torch.tensor([list(initial[w]) for w in words], dtype=torch.float64)  # (V, dim)
         model = train_word2vec(sentences, architecture="skipgram", loss="negative", dim=dim, window=window,
-                               negative=negative, epochs=epochs, min_count=min_count, seed=seed, dtype=torch.float32)
+                               negative=negative, epochs=epochs, min_count=min_count, seed=seed, dtype=torch.float32,
+                               initial=table)
         return list(model.vocab.words), model.input_vectors.to(device)
 
     def train_fasttext(self, sentences: list[list[str]], queries: list[str], dim: int, window: int, negative: int,

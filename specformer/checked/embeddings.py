@@ -146,15 +146,25 @@ class EmbeddingCalls(_Base):
         return self._returned("fasttext_vector", result, (ngram_table.shape[1],), f"the vector of {word!r:.60}")
 
     def train_skipgram(self, sentences: list[list[str]], dim: int, window: int, negative: int, epochs: int,
-                       seed: int, min_count: int = 1) -> tuple[list[str], torch.Tensor]:
+                       seed: int, min_count: int = 1,
+                       initial: dict[str, list[float]] | None = None) -> tuple[list[str], torch.Tensor]:
         """The implementation's trained vocabulary and input vectors ``(V, dim)`` (its own floating dtype, on the
-        device under test), as float64; the vocabulary must be distinct strings."""
+        device under test), as float64; the vocabulary must be distinct strings.
+
+        ``initial`` (the starting input vector of each word) goes as the optional keyword of that name; a
+        trainer that does not take it makes the row not applicable (:class:`NotApplicable`), after the call.
+        """
         from specformer.checked.tokenization import _items
+        from specformer.protocol import NotApplicable
         from specformer.runner.wire import describe
 
+        optional = {} if initial is None else {"initial": {w: [float(x) for x in v] for w, v in initial.items()}}
         result = self.call("train_skipgram", [list(s) for s in sentences], dim, window, negative, epochs, seed,
                            min_count, names=("sentences", "dim", "window", "negative", "epochs", "seed", "min_count"),
-                           device=str(self.device))
+                           device=str(self.device), optional=optional)
+        if initial is not None and "initial" not in self.last_applied:
+            raise NotApplicable(f"{self.impl_name}.train_skipgram does not take the keyword initial (the input "
+                                "vectors training starts from)")
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             raise ImplementationError(f"train_skipgram returned {describe(result)}, expected (words, vectors)")
         words = _items("train_skipgram", result[0], str, "the trained vocabulary")

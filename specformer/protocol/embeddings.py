@@ -64,7 +64,11 @@ contextual model (``token_vectors``), which keep the model's own floating dtype.
   (the same seed gives the same vectors); returns the vocabulary (the words seen at least
   ``min_count`` times, ``list[str]``) and their input vectors ``(V, dim)`` on ``device``, in
   the implementation's own floating dtype (training precision is its choice); the learning
-  rate and its schedule are the implementation's own;
+  rate and its schedule are the implementation's own. An optional keyword ``initial``
+  (``dict[str, list[float]]``: ``dim`` numbers for every word of the corpus, by word, so the
+  vocabulary's order is the implementation's) gives the input vectors training starts from, in
+  place of the implementation's own draw; the output vectors start at zero, as in word2vec's C
+  code and gensim. A trainer that cannot take it leaves the keyword out of its signature;
 * ``train_fasttext(sentences, queries, dim, window, negative, epochs, seed, ...)`` (also
   ``min_n=3``, ``max_n=6``, ``device=...``): FastText's skip-gram with negative sampling (the input vector of a word is
   composed from its own row and its character n-grams of ``min_n`` to ``max_n`` characters),
@@ -203,13 +207,18 @@ class WordVectorTrainerImplementation(Protocol):
     name: str
 
     def train_skipgram(self, sentences: list[list[str]], dim: int, window: int, negative: int, epochs: int,
-                       seed: int, min_count: int = 1, *, device: str = "cpu") -> tuple[list[str], torch.Tensor]:
+                       seed: int, min_count: int = 1, *, device: str = "cpu",
+                       initial: dict[str, list[float]] | None = None) -> tuple[list[str], torch.Tensor]:
         """Train skip-gram with ``negative`` noise words per pair on ``sentences``, drawn from ``seed``; returns
         the vocabulary (words seen ``min_count`` times or more) and their input vectors ``(V, dim)`` on ``device``.
 
         No subsampling of frequent words (gensim's ``sample=0``): the corpora are a few hundred
         tokens, where every word is frequent and word2vec's default ``1e-3`` would drop most of them.
         The learning rate and its schedule are the implementation's own.
+
+        ``initial`` (optional; a trainer that cannot start from given vectors does not take it): for every
+        word of ``sentences`` its ``dim`` starting input-vector entries (rounded to the training dtype), in
+        place of the implementation's own draw; the output vectors start at zero (word2vec's C code, gensim).
         """
         ...
 

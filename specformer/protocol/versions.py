@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence
 
 #: The protocol's current version (see :data:`CHANGES`).
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,8 @@ CHANGES: tuple[Change, ...] = (
     Change(2, "train_skipgram", "added: skip-gram with negative sampling trained by the implementation"),
     Change(2, "train_fasttext", "added: FastText trained by the implementation"),
     Change(3, "train_glove", "added: GloVe trained by the implementation"),
+    Change(4, "train_skipgram", "the input vectors to start from, by word (optional: a trainer that cannot start "
+                                "from given vectors leaves it out)", keyword="initial"),
 )
 
 
