@@ -7,8 +7,9 @@ the implementation's own rows: the properties that call no implementation are no
 then the same with one bug planted in a copy of the example (attention: scores divided
 by ``d_k`` instead of ``sqrt(d_k)``; the other families: a bug named in :data:`BUGS`). It
 prints wall and CPU time, the rows and their outcomes, and the ratio failing / passing,
-and writes them to ``benchmarks/results/user_run.json``. Targets (issue 15): under 30 s
-for the correct implementation and under 60 s with the bug, on a quiet two-core machine.
+and writes them, with the load average before each run, to ``benchmarks/results/user_run.json``.
+Targets: under 30 s for the correct implementation and under 60 s with the bug,
+on a quiet two-core machine.
 CPU time (the command's and its children's) is the steadier figure on a shared machine;
 it leaves out the implementation's worker, which is not the command's child (it is forked
 from a fork server): ``benchmarks/simple_rows.py`` samples ``/proc`` for the whole tree.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import statistics
@@ -62,13 +64,14 @@ def run_once(impl: Path, family: str, profile: str, jobs: int) -> dict:
                "--jobs", str(jobs), "--report", str(report)]
         for topic in topics(family):
             cmd += ["--topic", f"{family}/{topic}"]
+        load = os.getloadavg()[0]  # other work on the machine: wall time is comparable only at a similar load
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         rows = json.loads(report.read_text(encoding="utf-8"))["rows"] if report.is_file() else []
-        return {"wall_s": round(wall, 2),
+        return {"load_average_before": round(load, 2), "wall_s": round(wall, 2),
                 "cpu_s": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 2),
                 "exit": done.returncode, "rows": len(rows),
                 "outcomes": dict(Counter(r["outcome"] for r in rows)),

@@ -52,6 +52,21 @@ def _padded_after_100(words, num_merges, *, end_of_word="</w>"):
     return merges
 
 
+def _longest_match(word, merges, *, end_of_word="</w>"):
+    """Wrong: greedy longest match over the merged symbols (WordPiece's rule) instead of the merges in rank order;
+    a larger vocabulary then splits some words into more pieces ("further", "Other")."""
+    vocab = {end_of_word} | {a + b for a, b in merges}
+    text, out, i = word + end_of_word, [], 0
+    while i < len(text):
+        end = next((j for j in range(len(text), i, -1) if text[i:j] in vocab), i + 1)
+        out.append(text[i:end])
+        i = end
+    return out
+
+
+LONGEST_MATCH = Mutant("bpe-encode-longest-match", bpe_encode=_longest_match)
+
+
 def alone(operation: str, name: str, fn) -> Mutant:
     """A library with one operation (``fn``), declared as the only one it provides."""
     only = Mutant(name, **{operation: fn})
@@ -64,6 +79,7 @@ TRAINER_ALONE = alone("bpe_train", "reference-trainer-alone", train_bpe)
 IGNORES_MERGES_ALONE = alone("bpe_encode", "encoder-alone-ignores-merges", IGNORES_MERGES.bpe_encode)
 FIRST_100_MERGES_ALONE = alone("bpe_encode", "encoder-alone-uses-100-merges", FIRST_100_MERGES.bpe_encode)
 PADDED_AFTER_100_ALONE = alone("bpe_train", "trainer-alone-pads-after-100-merges", _padded_after_100)
+LONGEST_MATCH_ALONE = alone("bpe_encode", "encoder-alone-longest-match", _longest_match)
 UNIQUE_TOKENS = with_parts("every-token-unique", words=lambda text: [f"{t}#{i}" for i, t in
                                                                      enumerate(word_tokenize(text))])
 
@@ -81,6 +97,13 @@ CASES = [
 def test_property_catches_mutant(qualname: str, mutant: Mutant) -> None:
     row = assert_caught(qualname, mutant)
     assert row.message, "a caught mutant must come with a message"
+
+
+@pytest.mark.parametrize("mutant", [LONGEST_MATCH, LONGEST_MATCH_ALONE], ids=lambda m: m.name)
+def test_a_word_split_further_by_more_merges_is_caught_word_by_word(mutant: Mutant) -> None:
+    """Longest match keeps every window's average falling; the word-by-word check is what catches it."""
+    row = assert_caught(SIZE_GIVEN if mutant is LONGEST_MATCH_ALONE else SIZE_VS_LENGTH, mutant)
+    assert "more merges, more tokens" in row.message, row
 
 
 def test_the_reference_passes_and_refutes() -> None:

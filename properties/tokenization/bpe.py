@@ -629,7 +629,8 @@ def byte_level_tokens_are_always_in_the_byte_vocabulary(ctx: Context, text) -> N
     merges = training_byte_merges()
     tokens = ctx.byte_bpe_encode(text, merges)
     assert b"".join(tokens) == text.encode("utf-8"), f"{text!r}: tokens {tokens} do not hold its UTF-8 bytes"
-    unknown = [t for t in tokens if t not in byte_vocabulary(merges)]
+    vocab = byte_vocabulary(merges)
+    unknown = [t for t in tokens if t not in vocab]
     assert not unknown, f"{text!r}: tokens {unknown} are outside the byte vocabulary"
 
 
