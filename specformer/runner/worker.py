@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import faulthandler
 import inspect
+import io
 import os
 import pickle
 import signal
@@ -104,7 +105,18 @@ def to_device(value: Any, device: torch.device, memo: dict[int, Any] | None = No
 def plain_fingerprint(value: Any) -> bytes:
     """Everything in ``value`` but its tensors' contents, as bytes: a call that changes a list, dict,
     set or bytearray it was given (or a field of a dataclass), or puts another tensor in one,
-    changes these bytes. Tensors' contents are compared byte for byte apart (:func:`tensors_in`)."""
+    changes these bytes. Tensors' contents are compared byte for byte apart (:func:`tensors_in`).
+
+    A value of atoms in lists, tuples and dicts (:func:`wire.plain`: a corpus, a list of BPE merges) is pickled
+    as it is, without the walk, and without pickle's memo, so that two equal lists count the same whether or not
+    they are one object; a value that stops being plain changes its bytes."""
+    if wire.plain(value):
+        buffer = io.BytesIO()
+        pickler = pickle.Pickler(buffer, protocol=4)
+        pickler.fast = True  # no memo: equal values, equal bytes (a plain value cannot hold itself)
+        pickler.dump(value)
+        return b"plain " + buffer.getvalue()
+
     def plain(v: Any) -> Any:
         if isinstance(v, torch.Tensor):
             return ("tensor", id(v))
