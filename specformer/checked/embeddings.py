@@ -154,9 +154,7 @@ class EmbeddingCalls(_Base):
         ``initial`` (the starting input vector of each word) goes as the optional keyword of that name; a
         trainer that does not take it makes the row not applicable (:class:`NotApplicable`), after the call.
         """
-        from specformer.checked.tokenization import _items
         from specformer.protocol import NotApplicable
-        from specformer.runner.wire import describe
 
         optional = {} if initial is None else {"initial": {w: [float(x) for x in v] for w, v in initial.items()}}
         result = self.call("train_skipgram", [list(s) for s in sentences], dim, window, negative, epochs, seed,
@@ -165,13 +163,7 @@ class EmbeddingCalls(_Base):
         if initial is not None and "initial" not in self.last_applied:
             raise NotApplicable(f"{self.impl_name}.train_skipgram does not take the keyword initial (the input "
                                 "vectors training starts from)")
-        if not isinstance(result, (tuple, list)) or len(result) != 2:
-            raise ImplementationError(f"train_skipgram returned {describe(result)}, expected (words, vectors)")
-        words = _items("train_skipgram", result[0], str, "the trained vocabulary")
-        if len(set(words)) != len(words):
-            raise ImplementationError("train_skipgram returned a vocabulary that lists a word twice")
-        vectors = self._trained("train_skipgram", result[1], (len(words), dim), "the trained vectors")
-        return words, vectors
+        return self._vocabulary_and_vectors("train_skipgram", result, dim)
 
     def train_fasttext(self, sentences: list[list[str]], queries: list[str], dim: int, window: int, negative: int,
                        epochs: int, seed: int, min_n: int = 3, max_n: int = 6) -> torch.Tensor:
@@ -186,19 +178,23 @@ class EmbeddingCalls(_Base):
                     x_max: float = 100.0, alpha: float = 0.75, min_count: int = 1) -> tuple[list[str], torch.Tensor]:
         """The implementation's trained GloVe vocabulary and vectors ``(V, dim)`` (its own floating dtype, on the
         device under test), as float64; the vocabulary must be distinct strings."""
-        from specformer.checked.tokenization import _items
-        from specformer.runner.wire import describe
-
         result = self.call("train_glove", [list(s) for s in sentences], dim, window, epochs, seed, x_max, alpha,
                            min_count, names=("sentences", "dim", "window", "epochs", "seed", "x_max", "alpha",
                                              "min_count"), device=str(self.device))
+        return self._vocabulary_and_vectors("train_glove", result, dim)
+
+    def _vocabulary_and_vectors(self, op: str, result: object, dim: int) -> tuple[list[str], torch.Tensor]:
+        """A trainer's ``(words, vectors)``: distinct strings and a trained ``(len(words), dim)`` tensor
+        (:meth:`_trained`), the vectors as float64."""
+        from specformer.checked.tokenization import _items
+        from specformer.runner.wire import describe
+
         if not isinstance(result, (tuple, list)) or len(result) != 2:
-            raise ImplementationError(f"train_glove returned {describe(result)}, expected (words, vectors)")
-        words = _items("train_glove", result[0], str, "the trained vocabulary")
+            raise ImplementationError(f"{op} returned {describe(result)}, expected (words, vectors)")
+        words = _items(op, result[0], str, "the trained vocabulary")
         if len(set(words)) != len(words):
-            raise ImplementationError("train_glove returned a vocabulary that lists a word twice")
-        vectors = self._trained("train_glove", result[1], (len(words), dim), "the trained vectors")
-        return words, vectors
+            raise ImplementationError(f"{op} returned a vocabulary that lists a word twice")
+        return words, self._trained(op, result[1], (len(words), dim), "the trained vectors")
 
     def _trained(self, op: str, value: object, shape: tuple[int, int], what: str) -> torch.Tensor:
         """A trained ``shape`` tensor in any floating dtype, on the device under test, finite; as float64."""
