@@ -59,6 +59,10 @@ def small_spread_case() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 VISIBLE_EPS = 1e-2
 
 
+def worst(err: torch.Tensor, bound: torch.Tensor, bad: torch.Tensor) -> tuple[int, ...]:
+    """The index of the entry of ``bad`` whose error ``err`` exceeds its ``bound`` the most."""
+    return tuple(int(i) for i in torch.unravel_index(torch.where(bad, err - bound, -1.0).argmax(), err.shape))
+
 @claim_property("layernorm.formula", needs=("layer_norm",))
 @given(case=token_batches(), eps=sf.epsilons())
 @example(case=(torch.tensor([[[1.0, 3.0]]], dtype=torch.float64), torch.ones(2, dtype=torch.float64),
@@ -111,7 +115,7 @@ def layer_norm_is_the_formula_for_tokens_far_from_zero(ctx: Context, case) -> No
     err = (out - expected).abs()
     bad = ~(err <= bound)  # NaN is bad
     if bad.any():
-        idx = tuple(int(i) for i in torch.unravel_index(torch.where(bad, err - bound, -1.0).argmax(), err.shape))
+        idx = worst(err, bound, bad)
         raise AssertionError(
             f"LayerNorm of a token of mean {float(mu[idx[:-1]]):.6g} and spread {float(var[idx[:-1]].sqrt()):.3g}: "
             f"{int(bad.sum())} of {bad.numel()} entries out of tolerance; worst at {idx}: got {float(out[idx]):.9g}, "
@@ -173,6 +177,7 @@ def cuda_mean_rounding(ctx: Context, value: float, gamma: torch.Tensor) -> torch
 # none of which the plans' widths need be.
 @given(d=st.integers(2, 64), eighths=st.integers(-800, 800), b=sf.dimension(1, 3), seed=sf.seeds())
 @example(d=4, eighths=8, b=1, seed=0)
+@example(d=7, eighths=11, b=1, seed=0)  # seven features of 1.375: a mean rounded as on CUDA is 5.4e-5 off
 def a_constant_token_normalises_to_beta_the_edge_case(ctx: Context, d, eighths, b, seed) -> None:
     """The edge case, stated: a token whose features are all equal has ``sigma = 0``; it normalises to
     ``0 / sqrt(eps) = 0`` before ``gamma`` and ``beta``, so the output is ``beta`` (variance 0, not 1).
@@ -196,7 +201,7 @@ def a_constant_token_normalises_to_beta_the_edge_case(ctx: Context, d, eighths, 
     err = (out - beta).abs()  # (b, 1, d)
     bad = ~(err <= bound)  # NaN is bad
     if bad.any():
-        idx = tuple(int(i) for i in torch.unravel_index(torch.where(bad, err - bound, -1.0).argmax(), err.shape))
+        idx = worst(err, bound, bad)
         raise AssertionError(
             f"{what}: {int(bad.sum())} of {bad.numel()} entries out of tolerance; worst at {idx}: "
             f"got {float(out[idx]):.9g}, expected {float(beta[idx[-1]]):.9g} (allowed error "

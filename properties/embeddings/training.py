@@ -113,6 +113,21 @@ def group_gap(vector, groups: tuple[tuple[str, ...], tuple[str, ...]]) -> tuple[
     return min(within), max(across)
 
 
+def word_gap(vector, word: str, groups: tuple[tuple[str, ...], tuple[str, ...]], g: int) -> tuple[float, float]:
+    """(the smallest cosine of ``vector(word)`` to group ``g``'s words, the largest to the other group's)."""
+    near = min(cosine(vector(word), vector(w)) for w in groups[g])
+    far = max(cosine(vector(word), vector(w)) for w in groups[1 - g])
+    return near, far
+
+
+def assert_groups_apart(vector, groups: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
+    """The seen words of each group are closer to each other than to the other group's, by :data:`MARGIN`."""
+    within, across = group_gap(vector, groups)
+    assert within - across >= MARGIN, (
+        f"seen words {groups}: within {within:.3f}, across {across:.3f}, gap {within - across:.3f} "
+        f"below {MARGIN}")
+
+
 def assert_the_vocabulary(words: list[str], sentences: list[list[str]], min_count: int) -> None:
     """The trained vocabulary is the corpus's words seen ``min_count`` times or more, each listed once."""
     counts = Counter(w for sentence in sentences for w in sentence)
@@ -159,15 +174,11 @@ def an_unseen_word_trains_closer_to_the_words_whose_ngrams_it_shares(ctx: Contex
         return vectors[index[word]]
 
     for g, word in enumerate(corpus.unseen):
-        near = min(cosine(vector(word), vector(w)) for w in corpus.groups[g])
-        far = max(cosine(vector(word), vector(w)) for w in corpus.groups[1 - g])
+        near, far = word_gap(vector, word, corpus.groups, g)
         assert near - far >= MARGIN, (
             f"unseen {word!r}: cosine at least {near:.3f} to its stem's words {corpus.groups[g]}, at most "
             f"{far:.3f} to the other group's {corpus.groups[1 - g]}; the gap {near - far:.3f} is below {MARGIN}")
-    within, across = group_gap(vector, corpus.groups)
-    assert within - across >= MARGIN, (
-        f"seen words {corpus.groups}: within {within:.3f}, across {across:.3f}, gap {within - across:.3f} "
-        f"below {MARGIN}")
+    assert_groups_apart(vector, corpus.groups)
 
 
 @dataclass(frozen=True)
@@ -418,16 +429,12 @@ def fasttext_composes_words_from_the_ngram_lengths_it_is_given(ctx: Context, cor
                         ("one-letter word of the markers' bigrams", corpus.letters),
                         (f"word seen {RARE_SEEN} times", corpus.rare)):
         for g, word in enumerate(words):
-            near = min(cosine(vector(word), vector(w)) for w in corpus.groups[g])
-            far = max(cosine(vector(word), vector(w)) for w in corpus.groups[1 - g])
+            near, far = word_gap(vector, word, corpus.groups, g)
             assert near - far >= MARGIN, (
                 f"{what} {word!r} at n-gram lengths {NGRAM_RANGE}: cosine at least {near:.3f} to its group "
                 f"{corpus.groups[g]}, at most {far:.3f} to the other {corpus.groups[1 - g]}; the gap "
                 f"{near - far:.3f} is below {MARGIN}")
-    within, across = group_gap(vector, corpus.groups)
-    assert within - across >= MARGIN, (
-        f"seen words {corpus.groups}: within {within:.3f}, across {across:.3f}, gap {within - across:.3f} "
-        f"below {MARGIN}")
+    assert_groups_apart(vector, corpus.groups)
 
 
 # --- words below a count threshold are left out ------------------------------------------------
