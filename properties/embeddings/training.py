@@ -28,9 +28,8 @@ with the boundary markers, keeping words seen fewer than five times (:func:`ngra
 only). One more starts a short skip-gram training from input vectors it gives (the optional keyword
 ``initial``) and asks for vectors near them: the input vectors barely move while the output vectors,
 which start at zero, are still small, so a trainer that returns its output vectors is caught
-(:func:`start_corpus`). None of them checks the rest of the update rule: a trainer that fits CBOW
-instead of skip-gram (whose input vectors barely move at the start too), or that drops a seen word's
-own row from its FastText vector (``train_fasttext`` takes no initial tables), still passes.
+(:func:`start_corpus`). The rest of the update rule (skip-gram's step, not CBOW's, and FastText's own
+row) is checked in :mod:`.update_rule`.
 """
 
 from __future__ import annotations

@@ -396,7 +396,7 @@ def train_word2vec(sentences: Sequence[Sequence[str]], *, architecture: str = "s
                    dim: int = 16, window: int = 2, negative: int = 5, epochs: int = 20, lr: float = 0.1,
                    batch_size: int = 16, min_count: int = 1, exponent: float = 0.75, seed: int = 0,
                    dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu",
-                   initial: torch.Tensor | None = None) -> Word2VecModel:
+                   initial: torch.Tensor | None = None, initial_output: torch.Tensor | None = None) -> Word2VecModel:
     """Train word2vec on a small tokenized corpus with mini-batch SGD; deterministic for a ``seed``.
 
     ``architecture``: ``"skipgram"`` or ``"cbow"``; ``loss``: ``"negative"`` (``negative``
@@ -405,7 +405,8 @@ def train_word2vec(sentences: Sequence[Sequence[str]], *, architecture: str = "s
     ``lr`` is a per-example learning rate as in word2vec. ``initial`` ``(V, dim)``, if given,
     holds the input vectors training starts from, in the vocabulary's order (:func:`build_vocab`'s),
     in place of the uniform draw (002, "Embedding Initialization": pre-trained vectors fine-tuned);
-    the output vectors start at zero either way. Returns the tables and the
+    the output vectors start at zero, or at ``initial_output`` ``(V, dim)`` (same order) if given. Returns the
+    tables and the
     mean per-example loss of each epoch (computed before each batch's update).
     """
     if architecture not in ("skipgram", "cbow"):
@@ -433,6 +434,11 @@ def train_word2vec(sentences: Sequence[Sequence[str]], *, architecture: str = "s
                              f"got {tuple(initial.shape)}")
         in_table = initial.detach().to(device=device, dtype=dtype).clone()
     out_table = torch.zeros(size, dim, dtype=dtype, device=device)
+    if initial_output is not None:
+        if tuple(initial_output.shape) != (size, dim):
+            raise ValueError(f"initial_output must be ({size}, {dim}): one output vector per vocabulary word, "
+                             f"got {tuple(initial_output.shape)}")
+        out_table = initial_output.detach().to(device=device, dtype=dtype).clone()
     in_table.requires_grad_(True)
     out_table.requires_grad_(True)
     noise = noise_distribution(vocab.count_tensor(torch.float64), exponent)

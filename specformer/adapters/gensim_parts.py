@@ -40,7 +40,9 @@
   same seed give the same vectors. Returns ``wv.index_to_key`` and ``wv.vectors`` (float32).
   With ``initial``, the model is built without a corpus, ``build_vocab`` lays out the vocabulary
   and draws the vectors, each row of ``wv.vectors`` is then set to the given word's vector, and
-  ``train`` runs the epochs (``syn1neg``, the output vectors, starts at zero either way).
+  ``train`` runs the epochs; ``syn1neg``, the output vectors, starts at zero, or at the rows of
+  ``initial_output`` when given. gensim skips a (word, context) pair whose score lies beyond
+  +-6 (its ``MAX_EXP``), where word2vec's C code takes the saturated gradient.
 * ``train_fasttext``: ``FastText(sentences, ..., min_n=min_n, max_n=max_n)`` with the same
   settings and 20,011 n-gram buckets (gensim's default of 2,000,000 costs seconds to
   allocate); the queries' vectors are ``wv.get_vector`` (the ``mean`` composition; an unseen
@@ -176,21 +178,26 @@ class GensimParts:
 
     def train_skipgram(self, sentences: list[list[str]], dim: int, window: int, negative: int, epochs: int,
                        seed: int, min_count: int = 1, *, device: str = "cpu",
-                       initial: dict[str, list[float]] | None = None) -> tuple[list[str], torch.Tensor]:
+                       initial: dict[str, list[float]] | None = None,
+                       initial_output: dict[str, list[float]] | None = None) -> tuple[list[str], torch.Tensor]:
         """gensim's ``Word2Vec`` skip-gram with negative sampling, one worker, no subsampling, seeded; with
-        ``initial``, ``wv.vectors`` set to the given vectors between ``build_vocab`` and ``train``."""
+        ``initial`` (and ``initial_output``), ``wv.vectors`` (and ``syn1neg``) set to the given vectors between
+        ``build_vocab`` and ``train``."""
         import numpy as np
 
         word2vec = _gensim("models.word2vec")
         settings = dict(vector_size=dim, window=window, sg=1, hs=0, negative=negative, epochs=epochs, seed=seed,
                         min_count=min_count, sample=0, workers=1, hashfxn=_crc32)
-        if initial is None:
+        if initial is None and initial_output is None:
             model = word2vec.Word2Vec(sentences, **settings)
         else:
             model = word2vec.Word2Vec(**settings)
             model.build_vocab(sentences)
             for word, row in model.wv.key_to_index.items():
-                model.wv.vectors[row] = np.asarray(initial[word], dtype=model.wv.vectors.dtype)
+                if initial is not None:
+                    model.wv.vectors[row] = np.asarray(initial[word], dtype=model.wv.vectors.dtype)
+                if initial_output is not None:
+                    model.syn1neg[row] = np.asarray(initial_output[word], dtype=model.syn1neg.dtype)
             model.train(sentences, total_examples=model.corpus_count, epochs=epochs)
         vectors = torch.from_numpy(np.array(model.wv.vectors, dtype=np.float32))  # (V, d)
         return [str(w) for w in model.wv.index_to_key], vectors.to(device)

@@ -319,18 +319,19 @@ class ReferenceImplementation:
 
     def train_skipgram(self, sentences: list[list[str]], dim: int, window: int, negative: int, epochs: int,
                        seed: int, min_count: int = 1, *, device: str = "cpu",
-                       initial: dict[str, list[float]] | None = None) -> tuple[list[str], torch.Tensor]:
+                       initial: dict[str, list[float]] | None = None,
+                       initial_output: dict[str, list[float]] | None = None) -> tuple[list[str], torch.Tensor]:
         """:func:`specformer.reference.embeddings.word2vec.train_word2vec` (skip-gram, negative sampling, float32),
-        starting from the ``initial`` input vectors (laid out in its vocabulary's order) when given."""
+        starting from the ``initial`` input and ``initial_output`` output vectors (laid out in its vocabulary's
+        order) when given."""
         from specformer.reference.embeddings.word2vec import build_vocab, train_word2vec
 
-        table = None
-        if initial is not None:
-            words = build_vocab(sentences, min_count).words
-            table = torch.tensor([list(initial[w]) for w in words], dtype=torch.float64)  # (V, dim)
+        words = build_vocab(sentences, min_count).words
+        tables = [None if given is None else torch.tensor([list(given[w]) for w in words], dtype=torch.float64)
+                  for given in (initial, initial_output)]  # (V, dim) each, in the vocabulary's order
         model = train_word2vec(sentences, architecture="skipgram", loss="negative", dim=dim, window=window,
                                negative=negative, epochs=epochs, min_count=min_count, seed=seed, dtype=torch.float32,
-                               initial=table)
+                               initial=tables[0], initial_output=tables[1])
         return list(model.vocab.words), model.input_vectors.to(device)
 
     def train_fasttext(self, sentences: list[list[str]], queries: list[str], dim: int, window: int, negative: int,

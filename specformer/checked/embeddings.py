@@ -147,22 +147,26 @@ class EmbeddingCalls(_Base):
 
     def train_skipgram(self, sentences: list[list[str]], dim: int, window: int, negative: int, epochs: int,
                        seed: int, min_count: int = 1,
-                       initial: dict[str, list[float]] | None = None) -> tuple[list[str], torch.Tensor]:
+                       initial: dict[str, list[float]] | None = None,
+                       initial_output: dict[str, list[float]] | None = None) -> tuple[list[str], torch.Tensor]:
         """The implementation's trained vocabulary and input vectors ``(V, dim)`` (its own floating dtype, on the
         device under test), as float64; the vocabulary must be distinct strings.
 
-        ``initial`` (the starting input vector of each word) goes as the optional keyword of that name; a
-        trainer that does not take it makes the row not applicable (:class:`NotApplicable`), after the call.
+        ``initial`` and ``initial_output`` (the starting input and output vectors of each word) go as the
+        optional keywords of those names; a trainer that does not take one it is given makes the row not
+        applicable (:class:`NotApplicable`), after the call.
         """
         from specformer.protocol import NotApplicable
 
-        optional = {} if initial is None else {"initial": {w: [float(x) for x in v] for w, v in initial.items()}}
+        optional = {name: {w: [float(x) for x in v] for w, v in table.items()}
+                    for name, table in (("initial", initial), ("initial_output", initial_output)) if table is not None}
         result = self.call("train_skipgram", [list(s) for s in sentences], dim, window, negative, epochs, seed,
                            min_count, names=("sentences", "dim", "window", "negative", "epochs", "seed", "min_count"),
                            device=str(self.device), optional=optional)
-        if initial is not None and "initial" not in self.last_applied:
-            raise NotApplicable(f"{self.impl_name}.train_skipgram does not take the keyword initial (the input "
-                                "vectors training starts from)")
+        for name, what in (("initial", "input"), ("initial_output", "output")):
+            if name in optional and name not in self.last_applied:
+                raise NotApplicable(f"{self.impl_name}.train_skipgram does not take the keyword {name} (the {what} "
+                                    "vectors training starts from)")
         return self._vocabulary_and_vectors("train_skipgram", result, dim)
 
     def train_fasttext(self, sentences: list[list[str]], queries: list[str], dim: int, window: int, negative: int,

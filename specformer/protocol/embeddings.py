@@ -208,7 +208,8 @@ class WordVectorTrainerImplementation(Protocol):
 
     def train_skipgram(self, sentences: list[list[str]], dim: int, window: int, negative: int, epochs: int,
                        seed: int, min_count: int = 1, *, device: str = "cpu",
-                       initial: dict[str, list[float]] | None = None) -> tuple[list[str], torch.Tensor]:
+                       initial: dict[str, list[float]] | None = None,
+                       initial_output: dict[str, list[float]] | None = None) -> tuple[list[str], torch.Tensor]:
         """Train skip-gram with ``negative`` noise words per pair on ``sentences``, drawn from ``seed``; returns
         the vocabulary (words seen ``min_count`` times or more) and their input vectors ``(V, dim)`` on ``device``.
 
@@ -219,6 +220,10 @@ class WordVectorTrainerImplementation(Protocol):
         ``initial`` (optional; a trainer that cannot start from given vectors does not take it): for every
         word of ``sentences`` its ``dim`` starting input-vector entries (rounded to the training dtype), in
         place of the implementation's own draw; the output vectors start at zero (word2vec's C code, gensim).
+
+        ``initial_output`` (optional, given only with ``initial``; a trainer that cannot start from given output
+        vectors does not take it): every word's ``dim`` starting output-vector entries (001's ``v'``, word2vec's
+        ``syn1neg`` rows), in place of the zeros.
         """
         ...
 
@@ -288,6 +293,15 @@ CONVENTIONS: dict[str, Convention] = {
             "shrinks the window per centre word (dynamic, word2vec's and gensim's sampling). The properties "
             "that count pairs need a fixed window. Undeclared: fixed.",
         default=("fixed",)),
+    "skipgram_optimizer": Convention(
+        values=("sgd", "adaptive"),
+        doc="How train_skipgram moves its tables: by stochastic gradient descent, each step the rate times the "
+            "loss's gradient (001's training, word2vec's C code, gensim, fastText; with any schedule, batch or "
+            "momentum), or by a per-coordinate adaptive optimiser (Adam, AdaGrad), whose first steps follow the "
+            "sign of each coordinate's gradient and not its size. The property that tells skip-gram's update "
+            "from CBOW's compares how far two words move on their first steps, which only gradient descent "
+            "keeps in proportion; under adaptive it is not applicable. Undeclared: sgd.",
+        default=("sgd",)),
     "cbow_context": Convention(
         values=("without_centre", "with_centre"),
         doc="Whether cbow_examples' context leaves the centre word out (the documents) or keeps it. "

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence
 
 #: The protocol's current version (see :data:`CHANGES`).
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,8 @@ CHANGES: tuple[Change, ...] = (
     Change(3, "train_glove", "added: GloVe trained by the implementation"),
     Change(4, "train_skipgram", "the input vectors to start from, by word (optional: a trainer that cannot start "
                                 "from given vectors leaves it out)", keyword="initial"),
+    Change(5, "train_skipgram", "the output vectors to start from, by word, beside initial (optional, as initial is)",
+           keyword="initial_output"),
 )
 
 
