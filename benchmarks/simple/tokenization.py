@@ -53,7 +53,7 @@ NEG_INF = float("-inf")
 
 def training_text() -> str:
     """The suite's training text (`TRAINING_CORPUS` of the protocol)."""
-    from specformer.reference.tokenization.training import training_text as text
+    from specformer.reference.tokenization.training import tokenizer_training_text as text
 
     return text()
 

@@ -34,7 +34,7 @@ from specformer.reference.tokenization.bpe import (
     train_byte_bpe,
     train_byte_bpe_naive,
 )
-from specformer.reference.tokenization.training import training_text, training_words
+from specformer.reference.tokenization.training import tokenizer_training_words, training_text
 
 from . import strategies as sf
 from ..differences import first_difference
@@ -191,13 +191,14 @@ def tokens_mixing_characters(text: str, tokens: Sequence[bytes]) -> list[bytes]:
 
 @functools.lru_cache(maxsize=1)
 def _clean_training_words() -> tuple[str, ...]:
-    """Training words without the marker's text, sorted (a fixed order for Hypothesis)."""
-    return tuple(sorted(word for word in training_words() if EOW not in word))
+    """The tokenizers' training words (``TRAINING_CORPUS``'s) without the marker's text, sorted (a fixed order for
+    Hypothesis)."""
+    return tuple(sorted(word for word in tokenizer_training_words() if EOW not in word))
 
 
 @st.composite
 def training_texts(draw: st.DrawFn) -> str:
-    """Words of the training text joined by whitespace runs (leading and trailing ones included)."""
+    """Words the tokenizers train on (``TRAINING_CORPUS``) joined by whitespace runs (leading and trailing ones included)."""
     words = draw(st.lists(st.sampled_from(_clean_training_words()), max_size=12))
     parts = [draw(_SEPARATORS) if draw(st.booleans()) else ""]
     for word in words:

@@ -20,7 +20,7 @@ library too). Only the space U+0020 is a marker; tabs, newlines and other spaces
 ordinary characters.
 
 :func:`trained_model` trains the unigram model, once per process, on
-:func:`~specformer.reference.tokenization.training.training_text`: each non-blank line is
+:func:`~specformer.reference.tokenization.training.tokenizer_training_text`: each non-blank line is
 escaped and split into words, whose counts go to
 :func:`~specformer.reference.tokenization.unigram.train_unigram` (1,000 pieces; seconds).
 Not here: BPE inside SentencePiece, sampling at encoding time, ids, special tokens.
@@ -71,11 +71,11 @@ def split_words(escaped: str) -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def trained_model() -> UnigramModel:
-    """The unigram model of the reference's ``"unigram"`` tokenizer, trained on the suite's training text."""
-    from specformer.reference.tokenization.training import training_text
+    """The unigram model of the reference's ``"unigram"`` tokenizer, trained on the suite's tokenizer training text."""
+    from specformer.reference.tokenization.training import tokenizer_training_text
 
     counts: Counter[str] = Counter()
-    for line in training_text().splitlines():
+    for line in tokenizer_training_text().splitlines():
         if line.strip():
             counts.update(split_words(escape(line)))
     return train_unigram(counts, VOCAB_SIZE, max_piece_length=8, seed_size=2 * VOCAB_SIZE, em_steps=1)

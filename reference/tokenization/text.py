@@ -1,7 +1,7 @@
 """The reference's tokenizers on running text, by kind: what ``tokenize_text`` runs.
 
 Each kind names one tokenizer of the other modules, trained here (deterministically, on
-:func:`.training.training_text`) where it needs training:
+:func:`.training.tokenizer_training_text`, the protocol's ``TRAINING_CORPUS``) where it needs training:
 
 * ``"words"`` and ``"characters"``: :mod:`.words` (punctuation splits words; one token
   per code point);
@@ -36,7 +36,7 @@ from specformer.reference.tokenization.bpe import (
     train_bpe,
     train_byte_bpe,
 )
-from specformer.reference.tokenization.training import training_text, training_words
+from specformer.reference.tokenization.training import tokenizer_training_text, tokenizer_training_words
 
 __all__ = ["KINDS", "TEXT_MERGES", "byte_alphabet", "detokenize_text", "text_byte_merges", "text_char_merges",
            "tokenize_text"]
@@ -63,13 +63,13 @@ def byte_alphabet() -> tuple[str, ...]:
 @functools.lru_cache(maxsize=1)
 def text_char_merges() -> tuple[tuple[str, str], ...]:
     """The merges of the ``"bpe"`` tokenizer: :data:`TEXT_MERGES` learned from the training words."""
-    return tuple(train_bpe(training_words(), TEXT_MERGES))
+    return tuple(train_bpe(tokenizer_training_words(), TEXT_MERGES))
 
 
 @functools.lru_cache(maxsize=1)
 def text_byte_merges() -> tuple[tuple[bytes, bytes], ...]:
-    """The merges of the ``"byte-bpe"`` tokenizer: :data:`TEXT_MERGES` learned from the training text's pieces."""
-    return tuple(train_byte_bpe(byte_word_counts(training_text()), TEXT_MERGES))
+    """The merges of the ``"byte-bpe"`` tokenizer: :data:`TEXT_MERGES` learned from the tokenizer training text's pieces."""
+    return tuple(train_byte_bpe(byte_word_counts(tokenizer_training_text()), TEXT_MERGES))
 
 
 def tokenize_text(kind: str, text: str) -> list[str]:

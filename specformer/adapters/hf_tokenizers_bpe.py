@@ -40,7 +40,7 @@ What the library does that the protocol does not ask (reported, not hidden):
 * a ``str`` with a lone surrogate cannot be passed to the library at all: ``NotApplicable``.
 
 Text tokenizers (``tokenize_text`` kinds ``"bpe"`` and ``"byte-bpe"``) are trained once
-per process on :func:`specformer.reference.tokenization.training.training_text`, with
+per process on :func:`specformer.reference.tokenization.training.tokenizer_training_text`, with
 :data:`MERGES` merges. Nothing is downloaded.
 """
 
@@ -242,7 +242,7 @@ class HFTokenizersBPE:
 
     # -- text --------------------------------------------------------------------------
     def tokenize_text(self, kind: str, text: str) -> list[str]:
-        """The tokens of the library's tokenizer ``kind`` (``"bpe"`` or ``"byte-bpe"``) trained on the training text."""
+        """The tokens of the library's tokenizer ``kind`` (``"bpe"`` or ``"byte-bpe"``) trained on the tokenizer training text."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         tokenizer = _text_tokenizer(kind)
@@ -301,28 +301,28 @@ def _byte_model(pairs: tuple[tuple[str, str], ...]) -> Any:
 
 @lru_cache(maxsize=2)
 def _text_tokenizer(kind: str) -> Any:
-    """The tokenizer of ``kind``, trained on the training text (once per process)."""
+    """The tokenizer of ``kind``, trained on the tokenizer training text (once per process)."""
     if kind not in ("bpe", "byte-bpe"):
         raise NotApplicable(f"{_ADAPTER} holds BPE tokenizers only (kinds 'bpe' and 'byte-bpe'), not {kind!r}")
     tk = _tokenizers()
-    from specformer.reference.tokenization.training import training_text, training_words
+    from specformer.reference.tokenization.training import tokenizer_training_text, tokenizer_training_words
 
     if kind == "bpe":
-        words = training_words()
+        words = tokenizer_training_words()
         alphabet = set().union(*map(set, words)) | {word[-1] + "</w>" for word in words}
         tokenizer = tk.Tokenizer(tk.models.BPE(end_of_word_suffix="</w>"))
         tokenizer.pre_tokenizer = tk.pre_tokenizers.WhitespaceSplit()
         tokenizer.decoder = tk.decoders.BPEDecoder(suffix="</w>")
         trainer = tk.trainers.BpeTrainer(vocab_size=len(alphabet) + MERGES, min_frequency=0, show_progress=False,
                                          special_tokens=[], end_of_word_suffix="</w>")
-        tokenizer.train_from_iterator([training_text()], trainer)  # split by the library's WhitespaceSplit
+        tokenizer.train_from_iterator([tokenizer_training_text()], trainer)  # split by the library's WhitespaceSplit
         return tokenizer
     tokenizer = tk.Tokenizer(tk.models.BPE())
     tokenizer.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tokenizer.decoder = tk.decoders.ByteLevel()
     trainer = tk.trainers.BpeTrainer(vocab_size=256 + MERGES, min_frequency=0, show_progress=False, special_tokens=[],
                                      initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet())
-    tokenizer.train_from_iterator([training_text()], trainer)
+    tokenizer.train_from_iterator([tokenizer_training_text()], trainer)
     return tokenizer
 
 

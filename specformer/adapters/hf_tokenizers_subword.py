@@ -10,7 +10,7 @@
   token, again with no normaliser or pre-tokenizer: the library's Viterbi search. A word the
   pieces cannot cover makes the library raise, which the protocol does not ask about.
 * ``tokenize_text`` / ``detokenize_text``, trained here, once per process, on
-  :func:`specformer.reference.tokenization.training.training_text` (one sentence per
+  :func:`specformer.reference.tokenization.training.tokenizer_training_text` (one sentence per
   non-blank line). The library's trainers are not fully reproducible, and nothing in
   their options fixes it: ``WordPieceTrainer`` numbers its ``##`` tokens in hash-map
   order, which changes between runs, and breaks ties between equally frequent pairs by
@@ -56,11 +56,11 @@ def _tokenizers() -> ModuleType:
 
 @functools.lru_cache(maxsize=2)
 def trained(kind: str) -> Any:
-    """The ``tokenizers.Tokenizer`` of ``kind`` (``"wordpiece"`` or ``"unigram"``), trained on the training text."""
-    from specformer.reference.tokenization.training import training_text
+    """The ``tokenizers.Tokenizer`` of ``kind`` (``"wordpiece"`` or ``"unigram"``), trained on the tokenizer training text."""
+    from specformer.reference.tokenization.training import tokenizer_training_text
 
     tk = _tokenizers()
-    lines = [line for line in training_text().splitlines() if line.strip()]
+    lines = [line for line in tokenizer_training_text().splitlines() if line.strip()]
     if kind == "wordpiece":
         tokenizer = tk.Tokenizer(tk.models.WordPiece(unk_token="[UNK]"))
         tokenizer.pre_tokenizer = tk.pre_tokenizers.BertPreTokenizer()

@@ -2,9 +2,9 @@
 
 ``tokenize_text(kind, text)`` for ``kind`` ``"bpe"`` or ``"unigram"`` is the library's
 ``encode(text, out_type=str)`` with a model of that type trained, once per process, on
-:func:`specformer.reference.tokenization.training.training_text` (each non-blank line a
+:func:`specformer.reference.tokenization.training.tokenizer_training_text` (each non-blank line a
 sentence, fed through ``sentence_iterator``, the model written to memory): 1,000 pieces,
-``character_coverage=1.0`` (every character of the training text is a piece),
+``character_coverage=1.0`` (every character of the tokenizer training text is a piece),
 ``num_threads=1`` and the library's random generator seeded, so that the model is the same
 on every run. Everything else is the library's default, as a user would train it:
 
@@ -50,21 +50,21 @@ def training_options(kind: str) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=2)
 def processor(kind: str) -> Any:
-    """A ``SentencePieceProcessor`` with a ``kind`` model trained on the training text."""
-    from specformer.reference.tokenization.training import training_text
+    """A ``SentencePieceProcessor`` with a ``kind`` model trained on the tokenizer training text."""
+    from specformer.reference.tokenization.training import tokenizer_training_text
 
     if kind not in KINDS:
         raise NotApplicable(f"{NAME} trains no {kind!r} tokenizer (only {', '.join(map(repr, KINDS))})")
     spm = _spm()
     spm.set_random_generator_seed(0)
-    lines = [line for line in training_text().splitlines() if line.strip()]
+    lines = [line for line in tokenizer_training_text().splitlines() if line.strip()]
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, **training_options(kind))
     return spm.SentencePieceProcessor(model_proto=model.getvalue())
 
 
 class SentencePieceTokenizers:
-    """``sentencepiece``'s BPE and Unigram tokenizers, trained on the suite's training text."""
+    """``sentencepiece``'s BPE and Unigram tokenizers, trained on the suite's tokenizer training text."""
 
     name = NAME
     #: The tokenizer kinds it runs (and, where its library takes valid Unicode only, no lone surrogates).

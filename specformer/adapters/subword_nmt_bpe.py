@@ -25,7 +25,7 @@ module function ``apply_bpe.encode``). Both are called as they are:
   through; it is written back as ``"</w>"``.
 * ``tokenize_text("bpe", text)`` / ``detokenize_text``: the library's own setup, codes
   version 0.2, ``min_frequency`` 2, :data:`MERGES` merges learned by ``learn_bpe`` from the
-  training text (read line by line as the command line tool reads a file, once per
+  tokenizer training text (read line by line as the command line tool reads a file, once per
   process) and ``BPE.segment`` on the text: words are split at spaces only (a tab or a
   newline inside a line stays in its word), non-final subwords carry the ``"@@"``
   separator. The adapter writes the protocol's form: ``"@@"`` dropped, ``"</w>"`` appended
@@ -151,10 +151,10 @@ class SubwordNMT:
 
 @functools.lru_cache(maxsize=1)
 def _text_bpe() -> Any:
-    """``apply_bpe.BPE`` over :data:`MERGES` merges ``learn_bpe`` learns from the training text (codes 0.2)."""
-    from specformer.reference.tokenization.training import training_text
+    """``apply_bpe.BPE`` over :data:`MERGES` merges ``learn_bpe`` learns from the tokenizer training text (codes 0.2)."""
+    from specformer.reference.tokenization.training import tokenizer_training_text
 
-    lines = [line + "\n" for line in training_text().splitlines()]
+    lines = [line + "\n" for line in tokenizer_training_text().splitlines()]
     merges = learn(lines, MERGES, min_frequency=2, is_dict=False)
     codes = io.StringIO("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
     return _apply_bpe().BPE(codes, separator=SEPARATOR)

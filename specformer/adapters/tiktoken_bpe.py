@@ -17,7 +17,7 @@ merges learned in this project:
   not UTF-8 become U+FFFD, nothing is raised).
 * ``tokenize_text("byte-bpe", text)``: the encoding of :data:`MERGES` merges that the
   reference's byte-level trainer learns from
-  :func:`specformer.reference.tokenization.training.training_text` split by the same
+  :func:`specformer.reference.tokenization.training.tokenizer_training_text` split by the same
   pattern (once per process). Tokens are written in GPT-2's byte alphabet (each byte a
   visible character, ``" "`` as ``"Ġ"``), the alphabet ``tokenizers``' ``ByteLevel`` uses,
   as ``tokenizers`` writes them; ``detokenize_text`` maps them back to ids and decodes.
@@ -96,12 +96,12 @@ def encoding_for(merges: list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], 
 
 @lru_cache(maxsize=1)
 def text_merges() -> tuple[tuple[bytes, bytes], ...]:
-    """:data:`MERGES` byte-level merges the reference learns from the training text split by GPT-2's pattern."""
+    """:data:`MERGES` byte-level merges the reference learns from the tokenizer training text split by GPT-2's pattern."""
     regex = import_library("regex", "regex", _ADAPTER)
     from specformer.reference.tokenization.bpe import train_byte_bpe
-    from specformer.reference.tokenization.training import training_text
+    from specformer.reference.tokenization.training import tokenizer_training_text
 
-    pieces = Counter(piece.encode("utf-8") for piece in regex.findall(gpt2_pattern(), training_text()))
+    pieces = Counter(piece.encode("utf-8") for piece in regex.findall(gpt2_pattern(), tokenizer_training_text()))
     return tuple(train_byte_bpe(pieces, MERGES))
 
 

@@ -93,9 +93,9 @@ __all__ = [
 #: What ``tokenize_text`` may be asked to run.
 TEXT_KINDS = ("words", "characters", "bpe", "byte-bpe", "wordpiece", "unigram", "bert")
 
-#: The text trained tokenizers learn from: :func:`specformer.reference.tokenization.training.training_text`,
-#: the same bytes for every implementation on the same installation.
-TRAINING_CORPUS = "specformer.reference.tokenization.training:training_text"
+#: The text trained tokenizers learn from: :func:`specformer.reference.tokenization.training.tokenizer_training_text`
+#: (every fourth of Python's help topics), the same bytes for every implementation on the same installation.
+TRAINING_CORPUS = "specformer.reference.tokenization.training:tokenizer_training_text"
 
 
 class BPEImplementation(Protocol):
