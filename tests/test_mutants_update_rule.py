@@ -14,7 +14,8 @@ import torch
 from conftest import assert_caught, run_row
 from mutants import Mutant, declaring
 from specformer.adapters.reference import implementation as reference
-from specformer.properties.embeddings import update_rule
+from specformer.properties.embeddings import training, update_rule
+from specformer.reference.embeddings.fasttext import char_ngrams
 from specformer.reference.embeddings import fasttext_training, word2vec
 
 STEPS = "update_rule.skipgram_steps_each_word_on_its_own_pair_not_on_a_shared_context_mean"
@@ -152,6 +153,14 @@ def _ngrams_only_fasttext(sentences, queries, dim, window, negative, epochs, see
                                                  min_n=min_n, max_n=max_n, seed=seed)
     rows = [[r for r in model.rows(q) if r >= len(model.vocab)] for q in queries]
     return torch.stack([model.input_table[r].mean(dim=0) if r else torch.zeros(dim) for r in rows]).to(device)
+
+
+def test_no_word_of_the_group_corpora_has_an_ngram_of_the_own_row_length() -> None:
+    for seed in range(200):
+        words = {w for sentence in training.group_corpus(seed).sentences for w in sentence}
+        assert max(len(w) for w in words) + 2 < update_rule.LONGER_THAN_ANY_WORD, seed  # with "<" and ">"
+        assert not any(char_ngrams(w, update_rule.LONGER_THAN_ANY_WORD, update_rule.LONGER_THAN_ANY_WORD)
+                       for w in words), seed
 
 
 def test_a_fasttext_trainer_without_the_own_row_is_caught() -> None:

@@ -20,6 +20,7 @@ from conftest import assert_caught, run_row
 from mutants import Mutant
 from specformer.protocol import Capabilities
 from specformer.properties.tokenization import vocabulary as props
+from specformer.properties.tokenization.bpe import longest_match
 from specformer.reference.tokenization.bpe import encode, train_bpe
 from test_mutants_words import CHARACTERS_AS_WORDS, REFERENCE, with_parts
 from specformer.reference.tokenization.words import word_tokenize
@@ -55,13 +56,7 @@ def _padded_after_100(words, num_merges, *, end_of_word="</w>"):
 def _longest_match(word, merges, *, end_of_word="</w>"):
     """Wrong: greedy longest match over the merged symbols (WordPiece's rule) instead of the merges in rank order;
     a larger vocabulary then splits some words into more pieces ("further", "Other")."""
-    vocab = {end_of_word} | {a + b for a, b in merges}
-    text, out, i = word + end_of_word, [], 0
-    while i < len(text):
-        end = next((j for j in range(len(text), i, -1) if text[i:j] in vocab), i + 1)
-        out.append(text[i:end])
-        i = end
-    return out
+    return longest_match(word, {end_of_word} | {a + b for a, b in merges}, end_of_word)
 
 
 LONGEST_MATCH = Mutant("bpe-encode-longest-match", bpe_encode=_longest_match)

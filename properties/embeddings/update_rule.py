@@ -143,8 +143,6 @@ def fasttext_words_without_ngrams_train_on_their_own_rows(ctx: Context, corpus_s
     trainer that composes a seen word from its n-grams only has no vector to give (zero, or
     undefined)."""
     corpus = group_corpus(corpus_seed)
-    marked = max(len(w) for s in corpus.sentences for w in s) + 2
-    assert marked < LONGER_THAN_ANY_WORD, f"a corpus word of {marked - 2} letters has n-grams"
     queries = [*corpus.groups[0], *corpus.groups[1]]
     vectors = ctx.train_fasttext(corpus.sentences, queries, DIM, WINDOW, NEGATIVE, EPOCHS, seed,
                                  LONGER_THAN_ANY_WORD, LONGER_THAN_ANY_WORD)

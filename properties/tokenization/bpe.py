@@ -114,9 +114,10 @@ def vocabulary(words: Mapping[str, int], merges: Sequence[tuple[str, str]]) -> s
     return base_symbols(words) | {a + b for a, b in merges}
 
 
-def longest_match(word: str, vocab: set[str]) -> list[str]:
-    """Greedy longest match, left to right, of ``word`` plus the marker over ``vocab`` (unknown characters alone)."""
-    text, out, i = word + EOW, [], 0
+def longest_match(word: str, vocab: set[str], end_of_word: str = EOW) -> list[str]:
+    """Greedy longest match, left to right, of ``word`` plus the marker ``end_of_word`` over ``vocab`` (unknown
+    characters alone)."""
+    text, out, i = word + end_of_word, [], 0
     while i < len(text):
         end = next((j for j in range(len(text), i, -1) if text[i:j] in vocab), i + 1)
         out.append(text[i:end])
